@@ -12,7 +12,8 @@ FUZZ_TARGETS := \
 	./mailbox:FuzzDecodeRequest \
 	./mailbox:FuzzDecodeResponse \
 	./mailbox:FuzzDecodeHeartbeat \
-	./audit:FuzzCensus
+	./audit:FuzzCensus \
+	./internal/strictjson:FuzzFoldKey
 
 .PHONY: all build test fmt-check vet lint fuzz demo clean
 
