@@ -36,7 +36,7 @@ func TestWireGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, decodeErr, encoded := renderFixture(t, name, data)
+			got, encoded, decodeErr := renderFixture(t, name, data)
 			wantReject := strings.Contains(name, ".bad.")
 			if wantReject != (decodeErr != nil) {
 				t.Fatalf("rejected=%v, want %v (err: %v)", decodeErr != nil, wantReject, decodeErr)
@@ -65,7 +65,7 @@ func TestWireGolden(t *testing.T) {
 	}
 }
 
-func renderFixture(t *testing.T, name string, data []byte) (text string, decodeErr error, encoded []byte) {
+func renderFixture(t *testing.T, name string, data []byte) (text string, encoded []byte, decodeErr error) {
 	t.Helper()
 	var (
 		value   any
@@ -100,7 +100,7 @@ func renderFixture(t *testing.T, name string, data []byte) (text string, decodeE
 	var b strings.Builder
 	if decodeErr != nil {
 		fmt.Fprintf(&b, "error: %v\n", decodeErr)
-		return b.String(), decodeErr, nil
+		return b.String(), nil, decodeErr
 	}
 	var view bytes.Buffer
 	enc := json.NewEncoder(&view)
@@ -118,7 +118,7 @@ func renderFixture(t *testing.T, name string, data []byte) (text string, decodeE
 	} else {
 		fmt.Fprintf(&b, "encoded: %s\n", encoded)
 	}
-	return b.String(), nil, encoded
+	return b.String(), encoded, nil
 }
 
 func TestValidateID(t *testing.T) {
