@@ -1,0 +1,625 @@
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// waitLimit bounds every wait in these tests; reaching it is a failure,
+// never a pass.
+const waitLimit = 10 * time.Second
+
+// fastTempDir is a temporary directory on tmpfs when there is one, so
+// that tests creating thousands of files stay quick.
+func fastTempDir(t testing.TB) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dir, err := os.MkdirTemp("/dev/shm", "courier-mailbox-test-")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// harness runs a Watcher for one test and collects what it reports.
+type harness struct {
+	t     *testing.T
+	w     *Watcher
+	scans chan struct{}
+	errs  chan error
+}
+
+// startWatcher runs a watcher on dir until the test ends, and checks
+// then that Run returned and closed Ready.
+func startWatcher(t *testing.T, dir string, opts WatchOptions, configure ...func(*Watcher)) *harness {
+	t.Helper()
+	h := &harness{t: t, scans: make(chan struct{}, 1), errs: make(chan error, 64)}
+	opts.OnError = func(err error) {
+		select {
+		case h.errs <- err:
+		default:
+		}
+	}
+	h.w = NewWatcher(dir, opts)
+	h.w.afterScan = func() {
+		select {
+		case h.scans <- struct{}{}:
+		default:
+		}
+	}
+	for _, c := range configure {
+		c(h.w)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(waitLimit):
+			t.Error("Run did not return after cancel")
+		}
+		for range h.w.Ready() { // closed by Run; drains a name offered at cancel
+		}
+	})
+	return h
+}
+
+// next receives one delivered name.
+func (h *harness) next() string {
+	h.t.Helper()
+	select {
+	case name, ok := <-h.w.Ready():
+		if !ok {
+			h.t.Fatal("Ready closed")
+		}
+		return name
+	case <-time.After(waitLimit):
+		h.t.Fatal("nothing delivered")
+	}
+	return ""
+}
+
+// expect receives exactly the given names, in any order.
+func (h *harness) expect(names ...string) {
+	h.t.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	for range names {
+		got := h.next()
+		if !want[got] {
+			h.t.Fatalf("delivered %q, want one of %v", got, names)
+		}
+		delete(want, got)
+	}
+}
+
+// quiet asserts that nothing is delivered while the watcher completes n
+// more scans of the directory.
+func (h *harness) quiet(n int) {
+	h.t.Helper()
+	select {
+	case <-h.scans: // a scan that may predate the call
+	default:
+	}
+	deadline := time.After(waitLimit)
+	for i := 0; i < n; {
+		select {
+		case name := <-h.w.Ready():
+			h.t.Fatalf("delivered %q, want nothing", name)
+		case <-h.scans:
+			i++
+		case <-deadline:
+			h.t.Fatalf("only %d of %d scans happened", i, n)
+		}
+	}
+}
+
+// waitWatching waits until inotify is (re)armed.
+func (h *harness) waitWatching() {
+	h.t.Helper()
+	deadline := time.After(waitLimit)
+	for !h.w.notifier.watching.Load() {
+		select {
+		case <-h.scans:
+		case <-deadline:
+			h.t.Fatal("inotify never armed")
+		}
+	}
+}
+
+// publish drops a file the way pi and courier do: write aside, rename in.
+func publish(t testing.TB, dir, name string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(dir), "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(`{"id":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t testing.TB, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestParseWatchMode(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want WatchMode
+		ok   bool
+	}{{"fsnotify", WatchFSNotify, true}, {"poll", WatchPoll, true}, {"", 0, false}, {"inotify", 0, false}, {"POLL", 0, false}} {
+		got, err := ParseWatchMode(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseWatchMode(%q) = %v, %v", tt.in, got, err)
+		}
+		if tt.ok && got.String() != tt.in {
+			t.Errorf("%v.String() = %q, want %q", got, got.String(), tt.in)
+		}
+	}
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	var mode WatchMode
+	fs.TextVar(&mode, "watch", WatchFSNotify, "fsnotify or poll")
+	if err := fs.Parse([]string{"--watch=poll"}); err != nil || mode != WatchPoll {
+		t.Errorf("--watch=poll: %v, %v", mode, err)
+	}
+	if err := fs.Parse([]string{"--watch=nfs"}); err == nil {
+		t.Error("--watch=nfs accepted")
+	}
+}
+
+func TestWatcherDeliversFilesPresentBeforeStart(t *testing.T) {
+	for _, mode := range []WatchMode{WatchFSNotify, WatchPoll} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+			for _, name := range []string{"a.json", "b.json", "c.json", ".hidden.json", "d.json.4242.1757000000000.tmp", "notes.txt"} {
+				touch(t, filepath.Join(dir, name))
+			}
+			h := startWatcher(t, dir, WatchOptions{Mode: mode, RescanInterval: 2 * time.Millisecond, PollInterval: 2 * time.Millisecond})
+			// One scan sorts: pi 20.x ids come out in creation order.
+			if got := []string{h.next(), h.next(), h.next()}; fmt.Sprint(got) != "[a.json b.json c.json]" {
+				t.Errorf("delivered %v", got)
+			}
+			h.quiet(2)
+		})
+	}
+}
+
+func TestWatcherDeliversNewFiles(t *testing.T) {
+	writers := []struct {
+		name  string
+		write func(t *testing.T, l Layout, id string)
+	}{
+		{"atomic writer", func(t *testing.T, l Layout, id string) {
+			if err := l.WriteRequest("s", id, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"in-place writer", func(t *testing.T, l Layout, id string) {
+			p, _ := l.RequestPath("s", id)
+			touch(t, p)
+		}},
+	}
+	for _, mode := range []WatchMode{WatchFSNotify, WatchPoll} {
+		for _, wr := range writers {
+			t.Run(mode.String()+"/"+wr.name, func(t *testing.T) {
+				l := Layout{Root: t.TempDir()}
+				if err := l.EnsureInbox("s"); err != nil {
+					t.Fatal(err)
+				}
+				dir, _ := l.RequestsDir("s")
+				// With an hour's rescan, only events can deliver
+				// in fsnotify mode.
+				h := startWatcher(t, dir, WatchOptions{Mode: mode, RescanInterval: time.Hour, PollInterval: 5 * time.Millisecond})
+				if mode == WatchFSNotify {
+					h.waitWatching()
+				}
+				for i := range 3 {
+					id := "perm-" + strconv.Itoa(i)
+					wr.write(t, l, id)
+					if got := h.next(); got != id+".json" {
+						t.Fatalf("delivered %q, want %s.json", got, id)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestWatcherDedupe(t *testing.T) {
+	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: 2 * time.Millisecond})
+	path := filepath.Join(dir, "r1.json")
+
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+	// In flight: neither scans nor new events hand it out again, not even
+	// when the file is replaced under the consumer.
+	h.quiet(3)
+	publish(t, dir, "r1.json")
+	h.quiet(3)
+	// Done reveals that what the consumer finished is not what is there
+	// now: the replacement is new mail.
+	h.w.Done("r1.json")
+	h.expect("r1.json")
+
+	// Done while the file stays (a request the broker could not remove):
+	// not again, however many scans see it.
+	h.w.Done("r1.json")
+	h.quiet(3)
+	h.w.Done("r1.json") // a second Done changes nothing
+	h.w.Done("never-delivered.json")
+	h.quiet(2)
+
+	// Rewritten in place (one write, so one Write event), or replaced,
+	// under the same name: new mail.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("{}"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h.expect("r1.json")
+	h.w.Done("r1.json")
+	h.quiet(2)
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+	h.w.Done("r1.json")
+	h.quiet(2)
+
+	// Gone and back: new mail.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	h.quiet(2)
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+	h.w.Done("r1.json")
+	h.quiet(3)
+}
+
+func TestWatcherDoneSeesReplacementWhileInFlight(t *testing.T) {
+	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour})
+	h.waitWatching()
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+	// The broker answers and deletes the request; before it says Done, a
+	// child reuses the id.
+	if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, dir, "r1.json")
+	h.w.Done("r1.json")
+	h.expect("r1.json")
+}
+
+func TestWatcherForgetRetries(t *testing.T) {
+	for _, mode := range []WatchMode{WatchFSNotify, WatchPoll} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+			h := startWatcher(t, dir, WatchOptions{Mode: mode, RescanInterval: 2 * time.Millisecond, PollInterval: 2 * time.Millisecond})
+			publish(t, dir, "r1.json")
+			h.expect("r1.json")
+			h.quiet(2)
+			for range 3 { // a request that keeps failing keeps coming back
+				h.w.Forget("r1.json")
+				h.expect("r1.json")
+			}
+			// Forgotten, then gone: nothing.
+			if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
+				t.Fatal(err)
+			}
+			h.w.Forget("r1.json")
+			h.quiet(3)
+		})
+	}
+}
+
+// TestWatcherNeverHandsOutANameTwiceAtOnce runs several consumers against
+// a stream of events and rescans for the same names.
+func TestWatcherNeverHandsOutANameTwiceAtOnce(t *testing.T) {
+	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Millisecond})
+	const files, rounds = 20, 30
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]bool{}
+		handled  int
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case name := <-h.w.Ready():
+					mu.Lock()
+					if inFlight[name] {
+						t.Errorf("%s handed out while in flight", name)
+					}
+					inFlight[name] = true
+					mu.Unlock()
+					// A Write event mid-flight.
+					if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o600); err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					delete(inFlight, name)
+					handled++
+					done := handled == files*rounds
+					mu.Unlock()
+					h.w.Forget(name) // always retry: maximal redelivery pressure
+					if done {
+						cancel()
+					}
+				}
+			}
+		}()
+	}
+	for i := range files {
+		publish(t, dir, fmt.Sprintf("r%02d.json", i))
+	}
+	wg.Wait()
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatalf("handled %d of %d before the deadline", handled, files*rounds)
+	}
+}
+
+// inotifyQueueLimit is fs.inotify.max_queued_events.
+func inotifyQueueLimit(t *testing.T) int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		return 16384
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// burst renames n files into dir.
+func burst(t *testing.T, dir string, n int) map[string]bool {
+	t.Helper()
+	stage := mkdir(t, filepath.Join(filepath.Dir(dir), "stage"))
+	names := make(map[string]bool, n)
+	for i := range n {
+		name := fmt.Sprintf("r-%05d.json", i)
+		if err := os.WriteFile(filepath.Join(stage, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(stage, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		names[name] = true
+	}
+	return names
+}
+
+// receiveAll takes every name in want from the watcher, failing on a
+// duplicate; a sentinel file published afterwards proves that no
+// duplicate was still queued behind them.
+func receiveAll(t *testing.T, h *harness, dir string, want map[string]bool) {
+	t.Helper()
+	seen := make(map[string]bool, len(want))
+	for len(seen) < len(want) {
+		name := h.next()
+		switch {
+		case !want[name]:
+			t.Fatalf("delivered unexpected %q", name)
+		case seen[name]:
+			t.Fatalf("delivered %q twice", name)
+		}
+		seen[name] = true
+	}
+	publish(t, dir, "zz-sentinel.json")
+	if got := h.next(); got != "zz-sentinel.json" {
+		t.Fatalf("delivered %q again after all %d", got, len(want))
+	}
+}
+
+// TestWatcherRecoversFromOverflow stalls both the consumer and the
+// watcher's inotify reading (a slow plugin call) while more files arrive
+// than the kernel queues, so events are lost for real; the rescan after
+// the overflow must find every file, each exactly once. The safety rescan
+// is set to an hour so that only the overflow can be what saves them.
+func TestWatcherRecoversFromOverflow(t *testing.T) {
+	n := max(20000, inotifyQueueLimit(t)+8192)
+	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
+	hold := make(chan struct{})
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour}, func(w *Watcher) { w.hold = hold })
+	h.waitWatching()
+	want := burst(t, dir, n)
+	close(hold)
+	deadline := time.After(waitLimit)
+	for overflowed := false; !overflowed; {
+		select {
+		case err := <-h.errs:
+			overflowed = errors.Is(err, fsnotify.ErrEventOverflow)
+		case <-deadline:
+			t.Fatal("no overflow reported")
+		}
+	}
+	receiveAll(t, h, dir, want)
+}
+
+// TestWatcherStalledConsumer is the common case of the same burst: only
+// the consumer stalls, the watcher keeps draining events into its queue.
+func TestWatcherStalledConsumer(t *testing.T) {
+	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: 50 * time.Millisecond})
+	h.waitWatching()
+	want := burst(t, dir, 20000)
+	receiveAll(t, h, dir, want)
+}
+
+func TestWatcherDirectoryLifecycle(t *testing.T) {
+	for _, mode := range []WatchMode{WatchFSNotify, WatchPoll} {
+		t.Run(mode.String(), func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "requests")
+			// RescanInterval an hour: once armed, only inotify events
+			// deliver; PollInterval is the cadence of looking for the
+			// directory while it is missing.
+			h := startWatcher(t, dir, WatchOptions{Mode: mode, RescanInterval: time.Hour, PollInterval: 2 * time.Millisecond})
+			// rearm runs change and, in fsnotify mode, waits until the
+			// watch is armed again afterwards.
+			rearm := func(change func()) {
+				t.Helper()
+				before := h.w.notifier.arms.Load()
+				change()
+				if mode == WatchPoll {
+					return
+				}
+				deadline := time.After(waitLimit)
+				for h.w.notifier.arms.Load() == before || !h.w.notifier.watching.Load() {
+					select {
+					case <-h.scans:
+					case <-deadline:
+						t.Fatal("the watch was not re-armed")
+					}
+				}
+			}
+
+			h.quiet(2) // the directory does not exist yet
+			rearm(func() { mkdir(t, dir) })
+			publish(t, dir, "first.json")
+			h.expect("first.json")
+			h.w.Done("first.json")
+
+			// Removed, and recreated later.
+			rearm(func() {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				h.quiet(2)
+				mkdir(t, dir)
+			})
+			publish(t, dir, "second.json")
+			h.expect("second.json")
+			h.w.Done("second.json")
+
+			// Renamed away and another directory put in its place; the
+			// same name as before published there is a new file.
+			rearm(func() {
+				if err := os.Rename(dir, filepath.Join(base, "old")); err != nil {
+					t.Fatal(err)
+				}
+				mkdir(t, dir)
+			})
+			publish(t, dir, "second.json")
+			h.expect("second.json")
+		})
+	}
+}
+
+// TestWatcherReplacedDirectoryBetweenScans swaps the directory for a new
+// one while the watcher reads no events at all, as when the event that
+// would tell was lost: the identity check on the next tick must move the
+// watch to the new directory.
+func TestWatcherReplacedDirectoryBetweenScans(t *testing.T) {
+	base := t.TempDir()
+	dir := mkdir(t, filepath.Join(base, "requests"))
+	hold := make(chan struct{})
+	defer close(hold)
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: 2 * time.Millisecond}, func(w *Watcher) { w.hold = hold })
+	h.waitWatching()
+	before := h.w.notifier.arms.Load()
+	if err := os.Rename(dir, filepath.Join(base, "old")); err != nil {
+		t.Fatal(err)
+	}
+	mkdir(t, dir)
+	deadline := time.After(waitLimit)
+	for h.w.notifier.arms.Load() == before || !h.w.notifier.watching.Load() {
+		select {
+		case <-h.scans:
+		case <-deadline:
+			t.Fatal("the watch never moved to the new directory")
+		}
+	}
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+}
+
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestWatcherRunStopsCleanly(t *testing.T) {
+	before := inotifyFDs(t)
+	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+	publish(t, dir, "r1.json")
+	publish(t, dir, "r2.json")
+	w := NewWatcher(dir, WatchOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-w.Ready(): // running; r2.json is now offered and never taken
+	case <-time.After(waitLimit):
+		t.Fatal("nothing delivered")
+	}
+	if err := w.Run(ctx); err == nil {
+		t.Error("second Run succeeded")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Run did not return")
+	}
+	if _, ok := <-w.Ready(); ok {
+		t.Error("Ready still open after Run returned")
+	}
+	w.Done("r1.json") // harmless after the end
+	if after := inotifyFDs(t); after != before {
+		t.Errorf("%d inotify descriptors open after Run, %d before", after, before)
+	}
+}
