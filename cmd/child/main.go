@@ -1,40 +1,386 @@
 // Command child is the subagent side of courier: it forwards one
 // permission ask to the parent session's broker and prints the decision.
 //
-// Exit status: 0 allowed, 1 denied, 3 unavailable (nobody could answer),
-// 2 usage or configuration error.
+// Output rules: the decision goes to stdout as one JSON object; a one-line
+// summary and any diagnostics go to stderr prefixed "child: ".
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/forward"
+	"github.com/seed6639df8c/courier/internal/strictjson"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/reviewlog"
+)
+
+// Exit statuses.
+const (
+	exitAllowed     = 0
+	exitDenied      = 1
+	exitUsage       = 2
+	exitUnavailable = 3
 )
 
 const usage = `usage: child ask [flags]
 
 Forwards one permission ask to the parent session's broker through the
-mailbox and prints the decision as JSON (not implemented yet).
+mailbox, waits for the answer, and prints the decision as one JSON object
+on stdout (a one-line summary goes to stderr).
+
+The ask comes from flags:
+
+  child ask --parent P --session S --agent A --surface bash --value 'git push'
+
+or, when neither --surface nor --value is given, as a JSON request on
+stdin in pi's wire shape (any ForwardedPermissionRequest field; id,
+createdAt, requesterSessionId, targetSessionId and requesterAgentName are
+filled from the flags and environment when missing):
+
+  echo '{"surface":"bash","value":"ls","accessIntent":{...}}' | child ask --session S
+
+The parent session is --parent, else $PI_AGENT_ROUTER_PARENT_SESSION_ID,
+else $PI_SUBAGENT_PARENT_SESSION (a parent equal to --session is skipped).
+The mailbox root is --root, else $PI_CODING_AGENT_DIR (default ~/.pi/agent)
++ /sessions/permission-forwarding.
+
+The child waits for the answer while the parent's heartbeat says it is
+serving; a parent that is not serving for 2 s, or no answer within
+--timeout, gives up with "unavailable" (never a user denial) and removes
+the request. --no-heartbeat waits up to --timeout for a parent that writes
+no heartbeat (pi 20.x).
 
 Exit status: 0 allowed, 1 denied, 3 unavailable (nobody could answer),
 2 usage or configuration error.
+
+Flags:
 `
 
-const exitUsage = 2
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// listFlag collects a repeatable flag.
+type listFlag []string
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type askFlags struct {
+	parent, session, agent, surface, value, tool string
+	root, cwd, boundary, floor, logPath          string
+	timeout, pollInterval                        time.Duration
+	noHeartbeat                                  bool
+	watch                                        mailbox.WatchMode
+	match, grants                                listFlag
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "ask" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, usage)
 			return 0
-		case "ask":
-			fmt.Fprintln(stderr, "child: ask is not implemented yet")
-			return exitUsage
+		}
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var f askFlags
+	fs := flag.NewFlagSet("child ask", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.StringVar(&f.parent, "parent", "", "parent (serving) session id")
+	fs.StringVar(&f.session, "session", getenv("PI_SUBAGENT_SESSION_ID"), "this (asking) session's id; default $PI_SUBAGENT_SESSION_ID")
+	fs.StringVar(&f.agent, "agent", "", "asking agent's name; default $PI_SUBAGENT_NAME, else \"unknown\"")
+	fs.StringVar(&f.surface, "surface", "", "gate surface: bash, path_read, path_write, external_directory_read, a tool name...")
+	fs.StringVar(&f.value, "value", "", "what is asked for: the command, the path, the tool input")
+	fs.StringVar(&f.tool, "tool", "", "display surface (the tool's name, e.g. write); default --surface")
+	fs.Var(&f.match, "match", "an extra match value (repeatable)")
+	fs.StringVar(&f.boundary, "boundary", "", "boundary value (the canonical path on path surfaces); derived by default")
+	fs.StringVar(&f.floor, "floor", "", "synthetic floor sentinel, e.g. <opaque-bash-wrapper>: a rule allow still asks")
+	fs.Var(&f.grants, "grant", "suggested session grant surface:pattern (repeatable); default derived from the ask")
+	fs.StringVar(&f.root, "root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	fs.StringVar(&f.cwd, "cwd", "", "requester working directory; default the current directory")
+	fs.DurationVar(&f.timeout, "timeout", forward.DefaultTimeout, "give up when no answer arrives within this time")
+	fs.BoolVar(&f.noHeartbeat, "no-heartbeat", false, "do not give up on a parent without a heartbeat (pi 20.x parents write none)")
+	fs.StringVar(&f.logPath, "log", "", "append review-log entries (JSON lines) to this file")
+	fs.TextVar(&f.watch, "watch", mailbox.WatchFSNotify, "how to wait for the answer: fsnotify or poll")
+	fs.DurationVar(&f.pollInterval, "poll-interval", mailbox.DefaultPollInterval, "poll interval with --watch=poll")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if f.timeout <= 0 {
+		return usageError(stderr, "--timeout must be positive, got %s", f.timeout)
+	}
+	if f.agent == "" {
+		f.agent = getenv("PI_SUBAGENT_NAME")
+	}
+	if f.agent == "" {
+		f.agent = "unknown"
+	}
+	if f.cwd == "" {
+		f.cwd, _ = os.Getwd()
+	}
+	root, err := mailbox.ResolveRoot(f.root)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+
+	var logFile *reviewlog.Log
+	if f.logPath != "" {
+		if logFile, err = reviewlog.Open(f.logPath); err != nil {
+			return usageError(stderr, "%v", err)
+		}
+		defer logFile.Close()
+	}
+	client := &forward.Client{
+		Layout:      mailbox.Layout{Root: root},
+		Log:         logFile,
+		Watch:       mailbox.WatchOptions{Mode: f.watch, PollInterval: f.pollInterval},
+		Timeout:     f.timeout,
+		NoHeartbeat: f.noHeartbeat,
+		OnWarning:   func(err error) { fmt.Fprintf(stderr, "child: warning: %v\n", err) },
+	}
+
+	req, target, err := buildRequest(f, getenv, stdin)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	var d decision.Decision
+	if target == "" {
+		d = client.Unresolved(req.ID)
+	} else {
+		req.TargetSessionID = target
+		d = client.Forward(ctx, req)
+	}
+	return report(stdout, stderr, req.ID, d)
+}
+
+func usageError(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "child: "+format+"\n", args...)
+	return exitUsage
+}
+
+// buildRequest makes the request from the flags, or from the JSON on stdin
+// when neither --surface nor --value is given. target is empty when no
+// parent session resolves.
+func buildRequest(f askFlags, getenv func(string) string, stdin io.Reader) (mailbox.Request, string, error) {
+	id, err := forward.NewRequestID()
+	if err != nil {
+		return mailbox.Request{}, "", err
+	}
+	now := time.Now().UnixMilli()
+	if f.surface == "" && f.value == "" {
+		return requestFromStdin(f, getenv, stdin, id, now)
+	}
+	if f.session == "" {
+		return mailbox.Request{}, "", errors.New("--session (or $PI_SUBAGENT_SESSION_ID) is required: the asking session's id")
+	}
+	if f.surface == "" || f.value == "" {
+		return mailbox.Request{}, "", errors.New("--surface and --value are required together (or give the request as JSON on stdin)")
+	}
+	ask := forward.Ask{
+		Session: f.session, Agent: f.agent, Surface: f.surface, Value: f.value, Tool: f.tool,
+		Cwd: f.cwd, Match: f.match, Boundary: f.boundary, Floor: f.floor,
+	}
+	for _, g := range f.grants {
+		surface, pattern, ok := strings.Cut(g, ":")
+		if !ok || surface == "" || pattern == "" {
+			return mailbox.Request{}, "", fmt.Errorf("--grant %q: expected surface:pattern, e.g. bash:git status *", g)
+		}
+		ask.Grants = append(ask.Grants, mailbox.Grant{Surface: surface, Pattern: pattern})
+	}
+	target, _ := forward.ResolveTarget(f.parent, f.session, getenv)
+	req, err := ask.Request(id, orPlaceholder(target), now)
+	return req, target, err
+}
+
+// orPlaceholder keeps a request encodable while no target resolved; such a
+// request is never written.
+func orPlaceholder(target string) string {
+	if target == "" {
+		return "unresolved"
+	}
+	return target
+}
+
+// maxStdinRequest bounds the request read from stdin, like a mailbox file.
+const maxStdinRequest = mailbox.MaxFileSize
+
+func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, id string, now int64) (mailbox.Request, string, error) {
+	data, err := io.ReadAll(io.LimitReader(stdin, maxStdinRequest+1))
+	if err != nil {
+		return mailbox.Request{}, "", fmt.Errorf("reading the request from stdin: %w", err)
+	}
+	if len(data) > maxStdinRequest {
+		return mailbox.Request{}, "", fmt.Errorf("the request on stdin is larger than %d bytes", maxStdinRequest)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return mailbox.Request{}, "", errors.New("no ask: give --surface and --value, or a JSON request on stdin")
+	}
+	if err := strictjson.Check(data); err != nil {
+		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return mailbox.Request{}, "", fmt.Errorf("the request on stdin must be a JSON object: %w", err)
+	}
+	str := func(key string) string {
+		var s string
+		_ = json.Unmarshal(m[key], &s)
+		return s
+	}
+	session := str("requesterSessionId")
+	if session == "" {
+		session = f.session
+	}
+	if session == "" {
+		return mailbox.Request{}, "", errors.New("the asking session is unknown: give requesterSessionId, --session or $PI_SUBAGENT_SESSION_ID")
+	}
+	target := str("targetSessionId")
+	if target == "" || f.parent != "" {
+		target, _ = forward.ResolveTarget(f.parent, session, getenv)
+	}
+	fill := func(key string, v any) {
+		if _, ok := m[key]; !ok {
+			raw, _ := json.Marshal(v)
+			m[key] = raw
 		}
 	}
-	fmt.Fprint(stderr, usage)
-	return exitUsage
+	fill("id", id)
+	fill("createdAt", now)
+	fill("requesterSessionId", session)
+	fill("requesterAgentName", f.agent)
+	fill("requesterPid", os.Getpid())
+	raw, _ := json.Marshal(orPlaceholder(target))
+	m["targetSessionId"] = raw
+	if _, ok := m["message"]; !ok && str("value") != "" {
+		tool := str("surface")
+		fill("message", forward.Message(str("requesterAgentName"), tool, str("value")))
+	}
+	full, err := json.Marshal(m)
+	if err != nil {
+		return mailbox.Request{}, "", err
+	}
+	req, dropped, err := mailbox.DecodeRequest(full)
+	if err != nil {
+		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
+	}
+	if len(dropped) > 0 {
+		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", dropped[0])
+	}
+	return req, target, nil
+}
+
+// output is the decision as printed on stdout.
+type output struct {
+	RequestID         string            `json:"requestId"`
+	Approved          bool              `json:"approved"`
+	State             string            `json:"state"`
+	DenialReason      *string           `json:"denialReason"`
+	Unavailable       bool              `json:"unavailable"`
+	DecidedBy         provenance.Source `json:"decidedBy"`
+	SessionGrantWidth string            `json:"sessionGrantWidth,omitempty"`
+}
+
+func report(stdout, stderr io.Writer, requestID string, d decision.Decision) int {
+	out := output{
+		RequestID: requestID, Approved: d.Approved(), State: string(d.State),
+		Unavailable: d.Unavailable(), DecidedBy: d.DecidedBy, SessionGrantWidth: string(d.SessionGrantWidth),
+	}
+	if d.DenialReason != "" {
+		out.DenialReason = &d.DenialReason
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(stderr, "child: writing the decision: %v\n", err)
+	}
+	fmt.Fprintf(stderr, "child: %s\n", summary(d))
+	switch {
+	case d.Approved():
+		return exitAllowed
+	case d.Unavailable():
+		return exitUnavailable
+	}
+	return exitDenied
+}
+
+// summary is the one-line human reading of a decision.
+func summary(d decision.Decision) string {
+	var verb string
+	switch {
+	case d.State == decision.StateApprovedForSession:
+		verb = "allowed for this session"
+	case d.Approved():
+		verb = "allowed"
+	case d.Unavailable():
+		return "unavailable: " + d.DenialReason
+	default:
+		verb = "denied"
+	}
+	line := verb + " by " + describe(d.DecidedBy)
+	if d.DenialReason != "" {
+		line += ": " + d.DenialReason
+	}
+	return line
+}
+
+// describe names a decider for a human, hop by hop.
+func describe(s provenance.Source) string {
+	switch v := s.(type) {
+	case provenance.Forwarded:
+		at := "an unknown session"
+		if v.ResponderSessionID != nil {
+			at = fmt.Sprintf("session %q", *v.ResponderSessionID)
+		}
+		if v.Decision == nil {
+			return at + " (which did not say who decided)"
+		}
+		return describe(v.Decision) + " at " + at
+	case provenance.User:
+		return "the user"
+	case provenance.Authorizer:
+		return fmt.Sprintf("authorizer %q", v.Name)
+	case provenance.Rule:
+		return "rule " + ruleText(v.Surface, v.Pattern)
+	case provenance.SessionApproval:
+		return "a session grant " + ruleText(v.Surface, v.Pattern)
+	case provenance.Yolo:
+		return "yolo mode"
+	case provenance.InfrastructureRead:
+		return "the infrastructure-read allowance"
+	case provenance.Unavailable:
+		return "nobody (" + v.Reason + ")"
+	case provenance.GateError:
+		return "a failure (" + v.Reason + ")"
+	}
+	return "an unknown decider"
+}
+
+func ruleText(surface string, pattern *string) string {
+	if pattern == nil {
+		return surface
+	}
+	return fmt.Sprintf("%s %q", surface, *pattern)
 }

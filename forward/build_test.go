@@ -1,0 +1,116 @@
+package forward
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/seed6639df8c/courier/mailbox"
+)
+
+func TestSuggestGrant(t *testing.T) {
+	tests := []struct{ surface, value, want string }{
+		{"bash", "git status --short", "git status *"},
+		{"bash", "git push --force origin main", "git push *"},
+		{"bash", "git --no-pager log", "git *"},
+		{"bash", "npm run dev", "npm run dev*"},
+		{"bash", "npm install lodash", "npm install *"},
+		{"bash", "ls -la", "ls *"},
+		{"bash", "pwd", "pwd *"},
+		{"bash", "  rm   -rf build ", "rm *"},
+		{"bash", "", "*"},
+		{"bash", "*", "*"},
+		{"bash", "git * --all", "git *"},
+		{"path_write", "src/a.go", "src/*"},
+		{"path_read", "/etc/hosts", "/etc/*"},
+		{"external_directory_read", "/other/project/src/x.ts", "/other/project/src/*"},
+		{"mcp", "exa:search", "exa:search"},
+	}
+	for _, tt := range tests {
+		if got := SuggestGrant(tt.surface, tt.value); got != (mailbox.Grant{Surface: tt.surface, Pattern: tt.want}) {
+			t.Errorf("SuggestGrant(%q, %q) = %q, want %q", tt.surface, tt.value, got.Pattern, tt.want)
+		}
+	}
+}
+
+func TestNewRequestID(t *testing.T) {
+	shape := regexp.MustCompile(`^perm-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id, err := NewRequestID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !shape.MatchString(id) || mailbox.ValidateID(id) != nil {
+			t.Fatalf("id %q has the wrong shape", id)
+		}
+		if seen[id] {
+			t.Fatalf("duplicate id %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestRequestBash(t *testing.T) {
+	a := Ask{Session: "child-1", Agent: "Explore", Surface: "bash", Value: "git status --short", Cwd: "/w", Floor: "<opaque-bash-wrapper>"}
+	req, err := a.Request("perm-1", "parent", 1757000000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := mailbox.EncodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, dropped, err := mailbox.DecodeRequest(data)
+	if err != nil || len(dropped) > 0 {
+		t.Fatalf("our own request does not read back cleanly: %v %v", err, dropped)
+	}
+	ai := back.AccessIntent
+	if ai == nil || ai.Surface != "bash" || !slices.Equal(ai.MatchValues, []string{"git status --short"}) || ai.BoundaryValue != nil ||
+		ai.RequesterCwd != "/w" || ai.Principal != (mailbox.Principal{SessionID: "child-1", AgentName: "Explore"}) || ai.Floor != "<opaque-bash-wrapper>" {
+		t.Errorf("access intent = %+v", ai)
+	}
+	if back.Message == "" || back.Surface != "bash" || back.Value != "git status --short" || back.RequesterPID != os.Getpid() {
+		t.Errorf("display fields = %+v", back)
+	}
+	if back.SessionApproval == nil || back.SessionApproval.Grants[0] != (mailbox.Grant{Surface: "bash", Pattern: "git status *"}) {
+		t.Errorf("suggested grant = %+v", back.SessionApproval)
+	}
+}
+
+func TestRequestPathFacts(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "src"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	a := Ask{Session: "c", Agent: "a", Surface: "path_write", Tool: "write", Value: "src", Cwd: link}
+	req, err := a.Request("perm-1", "p", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(link, "src"), "src", filepath.Join(real, "src")}
+	if !slices.Equal(req.AccessIntent.MatchValues, want) {
+		t.Errorf("match values = %q, want %q", req.AccessIntent.MatchValues, want)
+	}
+	if b := req.AccessIntent.BoundaryValue; b == nil || *b != filepath.Join(real, "src") {
+		t.Errorf("boundary = %v", b)
+	}
+	if req.Surface != "write" {
+		t.Errorf("display surface = %q, want the tool name", req.Surface)
+	}
+}
+
+func TestRequestNeedsTheBasics(t *testing.T) {
+	for _, a := range []Ask{{}, {Session: "c", Agent: "a", Surface: "bash"}, {Session: "c", Surface: "bash", Value: "ls"}} {
+		if _, err := a.Request("perm-1", "p", 1); err == nil {
+			t.Errorf("%+v: no error", a)
+		}
+	}
+}

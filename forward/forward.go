@@ -1,0 +1,332 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/reviewlog"
+)
+
+// Timing defaults, pi's values.
+const (
+	// DefaultTimeout is pi's forwardingTimeoutMs default.
+	DefaultTimeout = 600 * time.Second
+	// DefaultGrace is how long a parent may look not-serving before the
+	// child gives up (pi's PERMISSION_FORWARDING_SERVING_GRACE_MS).
+	DefaultGrace = 2 * time.Second
+	// DefaultLivenessInterval is how often the parent's heartbeat is read
+	// while waiting. It bounds how late the grace is noticed, not latency.
+	DefaultLivenessInterval = 100 * time.Millisecond
+)
+
+// Environment variables that name the parent session, in pi's order.
+const (
+	EnvRouterParent   = "PI_AGENT_ROUTER_PARENT_SESSION_ID"
+	EnvSubagentParent = "PI_SUBAGENT_PARENT_SESSION"
+)
+
+// ResolveTarget picks the session to forward to: explicit, else
+// PI_AGENT_ROUTER_PARENT_SESSION_ID, else PI_SUBAGENT_PARENT_SESSION. A
+// candidate equal to the asking session's own id is skipped (an inbox
+// nobody drains, pi #907), and so is one that normalizes to nothing.
+func ResolveTarget(explicit, self string, getenv func(string) string) (string, bool) {
+	own, _ := mailbox.NormalizeSessionID(self)
+	for _, candidate := range []string{explicit, getenv(EnvRouterParent), getenv(EnvSubagentParent)} {
+		id, err := mailbox.NormalizeSessionID(candidate)
+		if err != nil || id == own {
+			continue
+		}
+		return id, true
+	}
+	return "", false
+}
+
+// Reasons for giving up, pi's exact sentences (reference §3.3).
+const (
+	ReasonNoTarget       = "Could not resolve a parent session to forward this permission request to"
+	ReasonNotWritten     = "The forwarded permission request could not be written"
+	ReasonUnreadable     = "The parent session's permission response could not be read"
+	ReasonSessionEnded   = "The session ended before this permission request was answered"
+	reasonDirsFormat     = "Permission forwarding directories could not be prepared for session '%s'"
+	reasonNotServingFmt  = "Session '%s' is not serving forwarded permission requests"
+	reasonNoAnswerFormat = "Session '%s' did not answer within %ss"
+)
+
+// Client forwards asks through one mailbox root. The zero value of every
+// field but Layout is a sensible default.
+type Client struct {
+	Layout mailbox.Layout
+	// Log receives the review entries; nil logs nothing.
+	Log *reviewlog.Log
+	// Watch selects inotify or polling for the response.
+	Watch mailbox.WatchOptions
+	// Timeout bounds the whole wait; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// NoHeartbeat waits for the answer up to Timeout without checking the
+	// parent's heartbeat: a pi 20.x parent writes none.
+	NoHeartbeat bool
+	// Grace is how long the parent may look not-serving; 0 means
+	// DefaultGrace.
+	Grace time.Duration
+	// LivenessInterval is how often the heartbeat is read; 0 means
+	// DefaultLivenessInterval.
+	LivenessInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnWarning receives problems worth a line on stderr (a failed log
+	// write, a dropped response field); nil discards them.
+	OnWarning func(error)
+}
+
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (c *Client) warn(err error) {
+	if err != nil && c.OnWarning != nil {
+		c.OnWarning(err)
+	}
+}
+
+func (c *Client) log(event string, details map[string]any) {
+	if err := c.Log.Write(event, details); err != nil {
+		c.warn(err)
+	}
+}
+
+// Unresolved is the decision when no parent session could be resolved.
+// The caller logs nothing else: there is no request to speak of.
+func (c *Client) Unresolved(requestID string) decision.Decision {
+	c.log(reviewlog.ForwardingError, map[string]any{
+		"requestId": requestID,
+		"message": ReasonNoTarget + ": checked --parent, " + EnvRouterParent + " and " + EnvSubagentParent +
+			"; subagent integrations should set " + EnvSubagentParent,
+	})
+	d := decision.NobodyAnswered(ReasonNoTarget)
+	c.logFinal(requestID, d)
+	return d
+}
+
+// Forward writes req into its target's inbox and waits for the answer. It
+// always returns a decision (see the package doc); ctx ending early gives
+// up like a timeout, with ReasonSessionEnded.
+func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Decision {
+	target := req.TargetSessionID
+	reqPath, err1 := c.Layout.RequestPath(target, req.ID)
+	respPath, err2 := c.Layout.ResponsePath(target, req.ID)
+	data, err3 := mailbox.EncodeRequest(req)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "invalid request", "error": err.Error()})
+		return c.abandon(req, "", ReasonNotWritten)
+	}
+	if err := c.Layout.EnsureInbox(target); err != nil {
+		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "preparing the mailbox", "error": err.Error()})
+		return c.abandon(req, "", fmt.Sprintf(reasonDirsFormat, target))
+	}
+
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Armed before the request exists, so the answer cannot slip past.
+	watch, err := mailbox.WatchFile(waitCtx, respPath, c.Watch)
+	if err != nil {
+		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "watching for the response", "error": err.Error()})
+		return c.abandon(req, "", ReasonNotWritten)
+	}
+	defer watch.Close()
+
+	c.log(reviewlog.ForwardedRequestCreated, map[string]any{
+		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
+		"targetSessionId": target, "requestPath": reqPath, "responsePath": respPath,
+	})
+	if err := c.Layout.WriteRequest(target, req.ID, data); err != nil {
+		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": ReasonNotWritten, "error": err.Error()})
+		return c.abandon(req, reqPath, ReasonNotWritten)
+	}
+
+	timeout := orDefault(c.Timeout, DefaultTimeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var liveness <-chan time.Time
+	if !c.NoHeartbeat {
+		t := time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
+		defer t.Stop()
+		liveness = t.C
+	}
+	grace := orDefault(c.Grace, DefaultGrace)
+	var unservedSince time.Time
+	checkServing := func() (mailbox.Serving, bool) {
+		s, err := c.Layout.CheckServing(target, c.now())
+		if err != nil || s.State == mailbox.ServingAlive {
+			unservedSince = time.Time{}
+			return s, true
+		}
+		if unservedSince.IsZero() {
+			unservedSince = c.now()
+		}
+		return s, c.now().Sub(unservedSince) < grace
+	}
+	if !c.NoHeartbeat {
+		checkServing()
+	}
+
+	for {
+		select {
+		case <-watch.Arrived():
+			return c.collect(req, reqPath, respPath)
+		case <-ctx.Done():
+			if arrived(watch) {
+				return c.collect(req, reqPath, respPath)
+			}
+			return c.abandon(req, reqPath, ReasonSessionEnded)
+		case <-deadline.C:
+			if arrived(watch) {
+				return c.collect(req, reqPath, respPath)
+			}
+			c.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": fmt.Sprintf("Timed out waiting for forwarded permission response '%s'", respPath)})
+			reason := fmt.Sprintf(reasonNoAnswerFormat, target, seconds(timeout))
+			c.log(reviewlog.ForwardedResponseTimedOut, map[string]any{
+				"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "targetSessionId": target,
+				"responsePath": respPath, "approved": false, "decidedBy": provenance.Unavailable{Reason: reason},
+			})
+			return c.abandon(req, reqPath, reason)
+		case <-liveness:
+			s, ok := checkServing()
+			if ok || arrived(watch) {
+				continue
+			}
+			reason := fmt.Sprintf(reasonNotServingFmt, target)
+			c.log(reviewlog.ForwardedNoServingSession, map[string]any{
+				"requestId": req.ID, "requesterSessionId": req.RequesterSessionID, "targetSessionId": target,
+				"servingChannel": "heartbeat", "servingState": s.State.String(), "servingSessionIds": []string{},
+				"approved": false, "decidedBy": provenance.Unavailable{Reason: reason},
+			})
+			return c.abandon(req, reqPath, reason)
+		}
+	}
+}
+
+func arrived(w *mailbox.FileWatch) bool {
+	select {
+	case <-w.Arrived():
+		return true
+	default:
+		return false
+	}
+}
+
+// seconds formats a duration the way pi's `${timeoutMs / 1000}` does.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Milliseconds())/1000, 'f', -1, 64)
+}
+
+// collect reads the answer, then deletes it and the request, in that order,
+// and nests the responder's decider. An unreadable answer is terminal: it
+// is not retried.
+func (c *Client) collect(req mailbox.Request, reqPath, respPath string) decision.Decision {
+	target := req.TargetSessionID
+	data, readErr := mailbox.ReadFile(respPath)
+	var resp mailbox.Response
+	var dropped []*mailbox.FieldError
+	if readErr == nil {
+		resp, dropped, readErr = mailbox.DecodeResponse(data)
+	}
+	c.discard(respPath)
+	c.discard(reqPath)
+	c.cleanup(target)
+	for _, d := range dropped {
+		c.warn(fmt.Errorf("response %s: dropped %w", respPath, d))
+	}
+	if readErr != nil {
+		c.log(reviewlog.ForwardedResponseReceived, map[string]any{
+			"requestId": req.ID, "approved": nil, "state": nil, "denialReason": nil, "responderSessionId": nil,
+			"targetSessionId": target, "responsePath": respPath, "error": readErr.Error(),
+		})
+		d := decision.NobodyAnswered(ReasonUnreadable)
+		c.logFinal(req.ID, d)
+		return d
+	}
+	d := decision.FromResponse(resp)
+	c.log(reviewlog.ForwardedResponseReceived, map[string]any{
+		"requestId": req.ID, "approved": resp.Approved, "state": string(resp.State), "denialReason": nullable(resp.DenialReason),
+		"responderSessionId": resp.ResponderSessionID, "targetSessionId": target, "responsePath": respPath, "decidedBy": d.DecidedBy,
+	})
+	c.logFinal(req.ID, d)
+	return d
+}
+
+// abandon gives up on req: it deletes the request (when it was written) so
+// that a late answer cannot arrive, and decides "unavailable".
+func (c *Client) abandon(req mailbox.Request, reqPath, reason string) decision.Decision {
+	if reqPath != "" {
+		c.discard(reqPath)
+		c.cleanup(req.TargetSessionID)
+	}
+	d := decision.NobodyAnswered(reason)
+	c.logFinal(req.ID, d)
+	return d
+}
+
+// logFinal writes the child's terminal entry for the ask, which carries
+// the decider as every terminal entry must.
+func (c *Client) logFinal(requestID string, d decision.Decision) {
+	event := reviewlog.RequestDenied
+	if d.Approved() {
+		event = reviewlog.RequestApproved
+	}
+	outcome := provenance.OutcomeDenied
+	switch {
+	case d.State == decision.StateApprovedForSession:
+		outcome = provenance.OutcomeApprovedForSession
+	case d.Approved():
+		outcome = provenance.OutcomeApproved
+	}
+	details := map[string]any{
+		"requestId": requestID, "approved": d.Approved(), "state": string(d.State),
+		"resolution": string(provenance.ResolutionFor(d.DecidedBy, outcome)), "denialReason": nullable(d.DenialReason),
+		"decidedBy": d.DecidedBy,
+	}
+	if d.State == decision.StateApprovedForSession {
+		width := d.SessionGrantWidth
+		if width == "" {
+			width = mailbox.GrantProven
+		}
+		details["sessionGrantWidth"] = string(width)
+	}
+	c.log(event, details)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (c *Client) discard(path string) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.warn(fmt.Errorf("removing %s: %w", path, err))
+	}
+}
+
+func (c *Client) cleanup(target string) {
+	if err := c.Layout.CleanupSession(target); err != nil {
+		c.warn(err)
+	}
+}
