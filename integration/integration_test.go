@@ -7,10 +7,10 @@ package integration
 import (
 	"errors"
 	"os"
-	"strconv"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
