@@ -13,7 +13,12 @@ FUZZ_TARGETS := \
 	./mailbox:FuzzDecodeResponse \
 	./mailbox:FuzzDecodeHeartbeat \
 	./audit:FuzzCensus \
-	./internal/strictjson:FuzzFoldKey
+	./internal/strictjson:FuzzFoldKey \
+	./mailbox:FuzzEscapeSessionID \
+	./mailbox:FuzzCheckServing \
+	./rules:FuzzMatch \
+	./rules:FuzzParse \
+	./rules:FuzzDecodeSnapshot
 
 .PHONY: all build test fmt-check vet lint fuzz demo clean
 

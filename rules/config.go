@@ -1,0 +1,159 @@
+package rules
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is courier's policy configuration: pi's `permission` object
+// unchanged, per-agent overrides, and the broker's runtime knobs.
+//
+// To add a top-level key, add a field here, its default in newConfig, and a
+// reader to topLevelKeys (parse.go); nothing else changes.
+type Config struct {
+	// Source names where the config came from in messages: the path given
+	// to LoadFile or Parse, or "embedded:default.json".
+	Source string
+	// Permission is the top-level `permission` object.
+	Permission Permission
+	// Agents holds `agents.<name>.permission`, applied to asks whose
+	// principal agent name is exactly <name>.
+	Agents map[string]Permission
+	// YoloMode turns every `ask` rule into an `allow` (denies stay).
+	YoloMode bool
+	// ForwardingTimeout is `forwardingTimeoutMs`: how long a child waits
+	// for an answer.
+	ForwardingTimeout time.Duration
+	// ReviewLogFieldMaxWidth is the width cap of every review-log string.
+	ReviewLogFieldMaxWidth int
+	// PromptTimeout is `promptTimeoutMs`: how long the terminal waits for
+	// a human; zero means no limit.
+	PromptTimeout time.Duration
+	// Warnings lists what was read but not used as written: unknown keys
+	// (an operator may point courier at a pi config with other keys) and
+	// integer-like keys that JavaScript's key order moves to the front.
+	Warnings []Diagnostic
+}
+
+// Permission is one `permission` object, already expanded: the bare `path`
+// and `external_directory` keys are replaced by their `_read` and `_write`
+// members, and rules are in evaluation order (later rules win).
+type Permission struct {
+	// Default is permission["*"], nil when the object has none (the
+	// top-level default is then ask; an agent's is the top-level one).
+	Default *Rule
+	// Rules are the surface rules, in the order pi would evaluate them.
+	Rules []Rule
+}
+
+// The defaults of the runtime knobs, pi's where pi has the knob.
+const (
+	DefaultForwardingTimeout      = 600_000 * time.Millisecond
+	DefaultReviewLogFieldMaxWidth = 1000
+)
+
+// MaxConfigSize bounds a config file. Real ones are a few kilobytes; the
+// bound keeps a wrong --config path (a log, a binary) from being slurped.
+const MaxConfigSize = 4 << 20
+
+// DefaultSource is Config.Source for the embedded default configuration.
+const DefaultSource = "embedded:default.json"
+
+//go:embed default.json
+var defaultJSON []byte
+
+// DefaultConfigJSON returns the embedded default configuration, the one
+// Load uses when no file is given. The package documentation explains its
+// rules.
+func DefaultConfigJSON() []byte { return append([]byte(nil), defaultJSON...) }
+
+// ErrInvalidConfig is wrapped by every error about a config's content.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// Diagnostic is one problem or warning at a place in a config file.
+type Diagnostic struct {
+	File string
+	// Line and Column are 1-based; Column counts characters, not bytes.
+	Line, Column int
+	// Path names the value in the document, like `permission.bash["git *"]`;
+	// empty for the document itself.
+	Path    string
+	Message string
+}
+
+// String renders file:line:column: path: message.
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d:%d: ", d.File, d.Line, d.Column)
+	if d.Path != "" {
+		b.WriteString(d.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// ConfigError lists what is wrong with a config, each problem with its
+// place. It wraps ErrInvalidConfig.
+type ConfigError struct {
+	Problems []Diagnostic
+}
+
+// Error implements error, one problem per line.
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Load reads the config at path, or the embedded default when path is
+// empty.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return Parse(DefaultSource, defaultJSON)
+	}
+	return LoadFile(path)
+}
+
+// LoadFile reads and parses the config file at path. Messages name the
+// file as path was given.
+func LoadFile(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read config %s: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	if len(data) > MaxConfigSize {
+		return nil, fmt.Errorf("read config %s: larger than the %d bytes a config may have", path, MaxConfigSize)
+	}
+	return Parse(path, data)
+}
+
+func newConfig(source string) *Config {
+	return &Config{
+		Source:                 source,
+		ForwardingTimeout:      DefaultForwardingTimeout,
+		ReviewLogFieldMaxWidth: DefaultReviewLogFieldMaxWidth,
+	}
+}

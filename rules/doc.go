@@ -1,0 +1,151 @@
+// Package rules is the broker's recorded authority: pi's permission config,
+// its wildcard matcher, the composition of config, agent and session rules,
+// yolo mode, the built-in self-approval guard, and the explanation behind
+// `broker check`. It is pure logic: it reads its config file and nothing
+// else, and never touches the mailbox.
+//
+// The serve loop builds a [Policy] from a [Config] and asks it about each
+// forwarded request that carries an access intent:
+//
+//	cfg, err := rules.Load(path)            // "" loads the embedded default
+//	policy, err := rules.NewPolicy(cfg, rules.Options{Home: home, Protected: []string{root, agentDir}})
+//	d := policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+//	switch d.Action {
+//	case rules.Allow, rules.Deny:            // answer now, decidedBy d.DecidedBy()
+//	case rules.Ask:                          // on to the authorizer chain, then the terminal
+//	}
+//
+// # Configuration
+//
+// The config is JSON. Its `permission` object is pi's format, unchanged: a
+// surface key maps to an action (`"allow"`, `"ask"` or `"deny"`) for the
+// whole surface, or to a map from patterns to actions, where an action may
+// also be `{"action":"deny","reason":"..."}` (a reason is valid for deny
+// only). `permission["*"]` is the action when nothing matches (ask if it is
+// omitted). The other keys are `agents` (`{"<name>": {"permission":
+// {...}}}`, overrides for asks whose principal agent name is exactly
+// <name>), `yoloMode` (default false), `forwardingTimeoutMs` (≥ 1, default
+// 600000), `reviewLogFieldMaxWidth` (≥ 1, default 1000) and
+// `promptTimeoutMs` (≥ 0, 0 means no limit). The integer knobs are at most
+// 2^31-1, JavaScript's timer limit.
+//
+// A config with any mistake is refused whole, with every problem named by
+// file, line, column (in characters), the value's path and what was
+// expected:
+//
+//	config.json:7:16: permission.bash["git *"]: expected "allow", "ask", "deny" or {"action":"deny","reason":...}, got "alow"
+//
+// Keys repeated in any letter case are an error anywhere in the document,
+// as in the mailbox readers (docs/decisions/0001). Unknown top-level keys
+// (an operator may point courier at a pi config that has other keys) and
+// unknown keys in an agent entry are ignored and reported as
+// [Config.Warnings].
+//
+// Key order is meaning: within a pattern map the last matching pattern
+// wins. pi reads the file with JSON.parse, and a JavaScript object lists
+// integer-like keys ("7", "123") first, in numeric order, before the other
+// keys in file order. courier replicates that, so one file means the same
+// thing to both, and warns about every integer-like key whose place moved.
+//
+// The bare `path` and `external_directory` keys are sugar for their `_read`
+// and `_write` members (ADR 0013): a member receives the sugar's patterns
+// first and its own explicit patterns after them, whatever the order in
+// the file, and a pattern it redefines appears once, at its own place.
+//
+// # Matching
+//
+// See [Pattern]: anchored, `*` crosses `/` and newlines, `?` is one
+// character, everything else literal, a trailing ` *` also matches the
+// bare command (`git *` matches `git`), and `~`, `$HOME`, `${HOME}`
+// prefixes expand. The surface key is matched as a pattern too, so
+// `"mcp_*"` covers every MCP tool.
+//
+// # Composition and resolution
+//
+// The ruleset is composed as default → global rules → the asking agent's
+// rules → session rules, and scanned from the end: the last rule that
+// matches decides. An agent's own `"*"` replaces the default for that
+// agent only. Under yolo mode every ask rule, the default included, is
+// rewritten to allow with origin yolo; denies stay.
+//
+// [Policy.Resolve] follows pi's serving policy (ResolverServingPolicy):
+//
+//   - on a path surface (the path-bearing tools read, write, edit, find,
+//     grep, ls; path and external_directory and their members) the match
+//     values are aliases of one path, and the last rule matching any alias
+//     decides;
+//   - several values on any other surface are resolved one by one and the
+//     most restrictive answer wins (deny > ask > allow; the first on a tie);
+//   - a bare `path` or `external_directory` query is resolved on its _read
+//     and _write members, most restrictive wins;
+//   - a child floor turns an allow that is not a session grant into an ask,
+//     or under yolo into an allow by yolo whose pattern is the floor;
+//   - with asking units, each unit is resolved on bash with its own floor
+//     and the most restrictive answer wins; the match values and the
+//     chain-level floor are then not consulted.
+//
+// The answer's [Decision.DecidedBy] is `session_approval` for a session
+// grant, `yolo` for yolo mode, otherwise `rule` with the origin (default,
+// global, agent, builtin). Its surface is the query's surface, as pi's
+// serving node stamps it; its pattern is null for a surface-wide action
+// and the default.
+//
+// # The self-approval guard
+//
+// A subagent able to write into the mailbox could write its own approval,
+// and one able to write the agent directory could rewrite the rules that
+// judge it. So an ask whose facts touch a protected tree ([Options]) is
+// denied with origin builtin before any rule is consulted: session grants
+// and yolo cannot override it. On path surfaces a match value or the
+// boundary value is cleaned (`~` expanded, a relative value placed in the
+// requester's cwd) and tested for containment; on every other surface, and
+// in every asking unit, the values are searched for the tree's absolute,
+// `~/`, `$HOME/` and `${HOME}/` spellings. The search is a substring test,
+// not a shell parser: it errs towards denying, and a command that builds
+// the path at run time (`cd ~/.pi; cd agent`) escapes it, which the child's
+// own path gates must catch.
+//
+// # Session rules
+//
+// [SessionRules] holds the whole-session grants the operator gave at the
+// broker, as allow rules with origin session, each on its own surface. At
+// [WidthFamily] a directional grant is widened to its family, and a family
+// grant is recorded on both members. [SessionRules.Snapshot] and
+// [DecodeSnapshot] give the serve loop a stable JSON shape to journal and
+// a loader that treats the journal as untrusted input.
+//
+// # The default configuration
+//
+// [Load] with no path uses an embedded default ([DefaultConfigJSON]), what
+// an experienced user expects from a broker nobody configured:
+//
+//   - the default is ask;
+//   - read-only commands are allowed: `pwd`, `ls *`, `git status *`,
+//     `git diff *`, `git log *`, `git show *`, `git branch`,
+//     `git branch --show-current`, `git rev-parse *`, `git remote -v`;
+//     but any git command with `--output` (which writes a file) asks;
+//   - destructive commands are denied with a teaching reason: force pushes
+//     (`git push --force*`, `git push -f*`, and the flags after a remote),
+//     `rm -rf` of `/`, of any absolute path and of the home directory,
+//     `sudo`, `mkfs`, `dd` onto a device;
+//   - reading or writing `~/.ssh`, `~/.gnupg` and `~/.aws` is denied.
+//
+// Bash patterns match one command unit; the child splits a chain into
+// units (askingUnits), so `ls; rm -rf x` is never judged by `ls *` alone
+// when the child sends its units.
+//
+// # Differences from pi
+//
+//   - `?` matches one Unicode character; pi's regular expression (no `u`
+//     flag) matches one UTF-16 unit, so pi needs `??` for an emoji.
+//   - A home prefix is joined as written (`~/a/../b` stays as is); pi's
+//     expansion helper was not available to compare.
+//   - pi merges scopes (an agent's redefinition of a global pattern keeps
+//     the global pattern's place); courier layers agent rules after all
+//     global rules, so an agent override always outranks the global rules.
+//   - pi skips invalid config entries silently; courier refuses the config.
+//   - pi resolves several MCP candidates "first non-default match"; the
+//     wire carries one value off path surfaces, and courier resolves
+//     several values most-restrictive.
+//   - Windows case folding of path surfaces is not implemented.
+package rules

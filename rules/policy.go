@@ -1,0 +1,356 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+)
+
+// Policy is the broker's recorded authority: a config's rules composed
+// with the broker's session rules, with yolo applied, behind the
+// self-approval guard. It answers serving-side asks (SPEC §4 step 1).
+//
+// A Policy is immutable and safe for concurrent use; only its
+// SessionRules change, and they are safe for concurrent use too. To
+// reload a config, build a new Policy that shares the old SessionRules.
+type Policy struct {
+	yolo bool
+	home string
+	// global is the default rule followed by the config's global rules,
+	// in composition order, yolo already applied.
+	global []compiledRule
+	// agents holds, for each configured agent, the same with the agent's
+	// rules appended (and the agent's default, if it has one, in front).
+	agents   map[string][]compiledRule
+	sessions *SessionRules
+	guard    guard
+}
+
+// Options are what a Policy needs besides its config.
+type Options struct {
+	// Home is the home directory that `~`, `$HOME` and `${HOME}` expand
+	// to, in patterns and in the guard. Empty leaves them literal.
+	Home string
+	// Protected lists the trees the self-approval guard denies: the
+	// mailbox root and the agent directory, at least. Each must be
+	// absolute (or `~`-prefixed). Symbolic links in them are resolved
+	// once, here, and both spellings are protected, because a child
+	// sends canonical paths.
+	Protected []string
+	// Sessions are the broker's session rules; nil starts an empty set.
+	// Pass the previous Policy's Sessions() when reloading a config.
+	Sessions *SessionRules
+}
+
+// NewPolicy composes cfg. It fails only when a protected path is unusable.
+func NewPolicy(cfg *Config, opts Options) (*Policy, error) {
+	g, err := newGuard(opts.Home, opts.Protected)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{yolo: cfg.YoloMode, home: opts.Home, sessions: opts.Sessions, guard: g}
+	if p.sessions == nil {
+		p.sessions = NewSessionRules(opts.Home)
+	}
+	def := implicitDefault
+	if cfg.Permission.Default != nil {
+		def = *cfg.Permission.Default
+	}
+	p.global = p.compose(def, cfg.Permission.Rules, nil)
+	p.agents = make(map[string][]compiledRule, len(cfg.Agents))
+	for name, perm := range cfg.Agents {
+		agentDef := def
+		if perm.Default != nil {
+			agentDef = *perm.Default
+		}
+		p.agents[name] = p.compose(agentDef, cfg.Permission.Rules, perm.Rules)
+	}
+	return p, nil
+}
+
+// compose builds default → global → agent, rewriting asks under yolo.
+func (p *Policy) compose(def Rule, global, agent []Rule) []compiledRule {
+	out := make([]compiledRule, 0, 1+len(global)+len(agent))
+	for _, layer := range [][]Rule{{def}, global, agent} {
+		for _, r := range layer {
+			if p.yolo {
+				r = yoloRewrite(r)
+			}
+			out = append(out, compileRule(r, p.home))
+		}
+	}
+	return out
+}
+
+// Sessions returns the session rules the policy consults.
+func (p *Policy) Sessions() *SessionRules { return p.sessions }
+
+// YoloMode reports whether asks are rewritten to allows.
+func (p *Policy) YoloMode() bool { return p.yolo }
+
+// Query is what the child fixed about an ask (its accessIntent), minus
+// the provenance the rules never read.
+type Query struct {
+	// Surface is the gate surface: path, path_write, bash, a tool name...
+	Surface string
+	// MatchValues are matched as given, never re-derived: aliases of one
+	// path on path surfaces, otherwise (normally) one value.
+	MatchValues []string
+	// BoundaryValue is the canonical path on path surfaces, or nil. Only
+	// the self-approval guard reads it.
+	BoundaryValue *string
+	// Agent is principal.agentName, which selects agent overrides.
+	Agent string
+	// Floor is the child's floor sentinel, empty when none.
+	Floor string
+	// AskingUnits are the bash chain units that asked; when present, they
+	// are judged instead of MatchValues.
+	AskingUnits []AskingUnit
+	// Cwd is the requester's working directory. Only the self-approval
+	// guard reads it, to place a relative path value; matching never does.
+	Cwd string
+}
+
+// AskingUnit is one bash chain unit the child left asking.
+type AskingUnit struct {
+	Command string
+	// Floor is this unit's floor sentinel, empty when none.
+	Floor string
+}
+
+// QueryFromIntent builds the Query for a request's access intent. A nil
+// intent (absent or malformed on the wire) gives the zero Query, which
+// Resolve answers with ask without consulting any rule, as pi does.
+func QueryFromIntent(ai *mailbox.AccessIntent) Query {
+	if ai == nil {
+		return Query{}
+	}
+	q := Query{
+		Surface:       ai.Surface,
+		MatchValues:   ai.MatchValues,
+		BoundaryValue: ai.BoundaryValue,
+		Agent:         ai.Principal.AgentName,
+		Floor:         ai.Floor,
+		Cwd:           ai.RequesterCwd,
+	}
+	for _, u := range ai.AskingUnits {
+		q.AskingUnits = append(q.AskingUnits, AskingUnit{Command: u.Command, Floor: u.Floor})
+	}
+	return q
+}
+
+// Decision is the policy's answer to a Query.
+type Decision struct {
+	// Action is allow or deny (answer now) or ask (escalate).
+	Action Action
+	// Reason is a deny's teaching text, empty when the rule has none.
+	Reason string
+	// Surface is the query's surface, which decidedBy records.
+	Surface string
+	// Origin and Pattern are what decidedBy records: the deciding rule's,
+	// except that a child floor replaces the pattern with the floor (and,
+	// under yolo, the origin with yolo). Pattern is nil for a surface-wide
+	// action and the default; it may be shared with the policy, so it must
+	// not be written through.
+	Origin  Origin
+	Pattern *string
+	// Rule is the rule that decided, as composed (yolo applied).
+	Rule Rule
+	// EvaluatedSurface is the surface the rule was matched on: the
+	// query's, a directional member of a bare family, or bash for an
+	// asking unit.
+	EvaluatedSurface string
+	// Value is the match value or unit command the rule matched.
+	Value string
+	// Floor is the floor that changed the outcome, empty when none did.
+	Floor string
+}
+
+// DecidedBy returns the decision's provenance: session_approval for a
+// session grant, yolo for yolo mode, otherwise rule. It is nil for an ask,
+// which the policy did not decide.
+func (d Decision) DecidedBy() provenance.Source {
+	if d.Action != Allow && d.Action != Deny {
+		return nil
+	}
+	return source(d.Surface, d.Origin, d.Pattern)
+}
+
+// String summarizes the decision for logs and tests.
+func (d Decision) String() string {
+	pat := "null"
+	if d.Pattern != nil {
+		pat = fmt.Sprintf("%q", *d.Pattern)
+	}
+	return fmt.Sprintf("%s by %s %s %s", d.Action, d.Origin, d.EvaluatedSurface, pat)
+}
+
+// Resolve answers q: the self-approval guard first, then the composed
+// ruleset (session rules last, so they win over config), then the floor.
+// A query without a surface (no access intent) is an ask.
+//
+// With asking units, each unit is resolved on bash with its own floor and
+// the most restrictive answer wins (the first on a tie); MatchValues and
+// the chain-level Floor are then not consulted, as in pi (#1030).
+// Otherwise a bare family surface is resolved on its _read and _write
+// members, most restrictive wins; on a path surface the last rule matching
+// any of the values decides; on any other surface several values are
+// resolved one by one, most restrictive wins.
+func (p *Policy) Resolve(q Query) Decision {
+	return p.resolve(q, nil)
+}
+
+func (p *Policy) resolve(q Query, tr *trace) Decision {
+	if q.Surface == "" {
+		// No access intent: pi floors such a request to ask, even under
+		// yolo, and so does courier.
+		return Decision{Action: Ask}
+	}
+	if d, hit := p.guard.check(q); hit {
+		if tr != nil {
+			tr.guard = true
+		}
+		return d
+	}
+	cfg := p.rulesFor(q.Agent)
+	sess := p.sessions.load()
+	var d Decision
+	if len(q.AskingUnits) > 0 {
+		var one [1]string
+		for i, u := range q.AskingUnits {
+			one[0] = u.Command
+			ud := p.honorFloor(p.evalSurface(cfg, sess, "bash", one[:], tr), u.Floor, tr)
+			if i == 0 || ud.Action.MoreRestrictive(d.Action) {
+				d = ud
+			}
+		}
+	} else {
+		d = p.honorFloor(p.evalSurface(cfg, sess, q.Surface, q.MatchValues, tr), q.Floor, tr)
+	}
+	d.Surface = q.Surface
+	return d
+}
+
+func (p *Policy) rulesFor(agent string) []compiledRule {
+	if rs, ok := p.agents[agent]; ok {
+		return rs
+	}
+	return p.global
+}
+
+// honorFloor clamps an allow with the child's floor (pi's honorChildFloor):
+// a deny or ask stands, a session grant stands (the user approved that
+// command), and otherwise the allow becomes an ask, or under yolo an allow
+// by yolo that reports the floor as its pattern.
+func (p *Policy) honorFloor(d Decision, floor string, tr *trace) Decision {
+	if floor == "" || d.Action != Allow || d.Origin == OriginSession {
+		return d
+	}
+	f := floor
+	d.Pattern, d.Floor = &f, floor
+	if p.yolo {
+		d.Origin = OriginYolo
+	} else {
+		d.Action = Ask
+	}
+	if tr != nil {
+		tr.floor(floor, d)
+	}
+	return d
+}
+
+// evalSurface folds a bare family onto its members, most restrictive
+// first-wins, as pi's PermissionResolver does.
+func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+	members := familyMembers(surface)
+	if members == nil {
+		return p.evalMember(cfg, sess, surface, values, tr)
+	}
+	var d Decision
+	for i, m := range members {
+		md := p.evalMember(cfg, sess, m, values, tr)
+		if i == 0 || md.Action.MoreRestrictive(d.Action) {
+			d = md
+		}
+	}
+	return d
+}
+
+// evalMember evaluates one concrete surface.
+func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+	if len(values) == 0 {
+		values = anyValue // pi looks up "*" when there is no value
+	}
+	if len(values) == 1 || isPathSurface(surface) {
+		return lookup(cfg, sess, surface, values, tr)
+	}
+	var d Decision
+	for i := range values {
+		vd := lookup(cfg, sess, surface, values[i:i+1:i+1], tr)
+		if i == 0 || vd.Action.MoreRestrictive(d.Action) {
+			d = vd
+		}
+	}
+	return d
+}
+
+var anyValue = []string{"*"}
+
+// lookup scans from the end, session rules first: the last rule whose
+// surface matches and whose pattern matches any value decides.
+func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+	r, v := findLast(sess, surface, values)
+	if r == nil {
+		r, v = findLast(cfg, surface, values)
+	}
+	if r == nil {
+		// Unreachable while the default rule matches everything; kept so a
+		// future ruleset without one still fails towards asking.
+		c := compileRule(implicitDefault, "")
+		r, v = &c, values[0]
+	}
+	if tr != nil {
+		tr.record(cfg, sess, surface, values, r)
+	}
+	d := Decision{
+		Action:           r.Action,
+		Origin:           r.Origin,
+		Pattern:          r.patternPtr,
+		Rule:             r.Rule,
+		EvaluatedSurface: surface,
+		Value:            v,
+	}
+	if r.Action == Deny {
+		d.Reason = r.Reason
+	}
+	return d
+}
+
+func findLast(rs []compiledRule, surface string, values []string) (*compiledRule, string) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := &rs[i]
+		if !r.surface.Match(surface) {
+			continue
+		}
+		for _, v := range values {
+			if r.pattern.Match(v) {
+				return r, v
+			}
+		}
+	}
+	return nil, ""
+}
+
+// isPathSurface reports whether values on surface are aliases of one
+// path: pi's PATH_SURFACES, the path-bearing tools, the two families and
+// their directional members.
+func isPathSurface(surface string) bool {
+	switch surface {
+	case "read", "write", "edit", "find", "grep", "ls",
+		"path", "path_read", "path_write",
+		"external_directory", "external_directory_read", "external_directory_write":
+		return true
+	}
+	return false
+}
