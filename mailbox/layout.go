@@ -23,7 +23,9 @@ const (
 	// every watched directory, so a watcher sees one Create per published
 	// file. pi ignores it.
 	tempDirName = "tmp"
-	jsonExt     = ".json"
+	// stateDirName holds courier's own state (grant journals); pi ignores it.
+	stateDirName = "courier"
+	jsonExt      = ".json"
 )
 
 // ResolveRoot returns the absolute forwarding root. An explicit root (the
@@ -49,6 +51,10 @@ func ResolveRoot(explicit string) (string, error) {
 	}
 	return root, nil
 }
+
+// AgentDir is pi's agent directory: $PI_CODING_AGENT_DIR (a leading "~"
+// expanded), else ~/.pi/agent. courier's default review log lives under it.
+func AgentDir() (string, error) { return agentDir() }
 
 func agentDir() (string, error) {
 	dir := os.Getenv(EnvAgentDir)
@@ -175,6 +181,19 @@ func RequestIDFromName(name string) (string, error) {
 		return "", fmt.Errorf("file %q: %w", name, err)
 	}
 	return id, nil
+}
+
+// StateDir is where courier keeps its own state beside pi's tree
+// (session-grant journals): <root>/courier. pi never looks there.
+func (l Layout) StateDir() string { return filepath.Join(l.Root, stateDirName) }
+
+// EnsureDir creates dir, which must lie inside the root, and its missing
+// parents with mode 0700.
+func (l Layout) EnsureDir(dir string) error {
+	if err := l.within(dir); err != nil {
+		return err
+	}
+	return mkdirAllPrivate(dir)
 }
 
 // EnsureInbox creates the session's requests/ and responses/ directories

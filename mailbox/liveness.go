@@ -123,6 +123,11 @@ func signalablePID(pid int) error {
 // processExists is kill(pid, 0): it delivers nothing and only asks
 // whether pid names a process. EPERM means it exists but belongs to
 // someone else, which for liveness still counts as existing.
+// ProcessAlive reports whether a process with this pid exists (kill(pid, 0)
+// succeeds or fails only with EPERM). A non-positive or out-of-range pid is
+// never alive: it must not reach kill, where 0 and -n address groups.
+func ProcessAlive(pid int) bool { return processExists(pid) }
+
 func processExists(pid int) bool {
 	if signalablePID(pid) != nil {
 		return false

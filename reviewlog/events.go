@@ -70,6 +70,11 @@ const (
 	// ForwardedDenied is ForwardedApproved's denying twin.
 	ForwardedDenied = "forwarded_permission.denied"
 
+	// ForwardedRequesterGone is courier's: the serving node stopped
+	// working on a request because its child gave up or died, so nobody
+	// was prompted for it and no response was written.
+	ForwardedRequesterGone = "forwarded_permission.requester_gone"
+
 	// ForwardedSessionRecorded is written when the operator widened a
 	// forwarded grant to the whole serving session. Details: the base
 	// details plus grants.

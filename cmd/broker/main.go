@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,8 +23,8 @@ import (
 const usage = `usage: broker <command> [flags]
 
 Commands:
-  serve   serve a parent session's mailbox (not implemented yet)
-  check   explain which rule decides an ask (not implemented yet)
+  serve   serve a parent session's mailbox: rules, then plugins, then the terminal
+  check   explain which rule decides an ask, and why
   audit   census of decisions in a review log, by who decided them
 
 Run 'broker <command> -h' for the flags of a command.
@@ -47,9 +48,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "audit":
 		return runAudit(args[1:], stdin, stdout, stderr)
-	case "serve", "check":
-		fmt.Fprintf(stderr, "broker: %s is not implemented yet\n", args[0])
-		return exitUsage
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -116,4 +118,13 @@ Flags:
 		return 1
 	}
 	return 0
+}
+
+// writeJSON prints v indented, leaving <, > and & as they are (floor
+// sentinels such as <opaque-bash-wrapper> must read as written).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

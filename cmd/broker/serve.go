@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/seed6639df8c/courier/grants"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/serve"
+)
+
+const serveUsage = `usage: broker serve --session ID [flags]
+
+Serves the permission-forwarding inbox of session ID: every ask a subagent
+forwards is resolved against the rules and session grants (only asks that
+carry the child's access facts), then the authorizer chain, then the
+terminal, and answered with who decided.
+
+Until SIGINT or SIGTERM: then every pending ask is answered "unavailable"
+(the session ended), the heartbeat is withdrawn, and the broker exits 0.
+
+Terminals:
+  deny    nobody is at this broker: asks that reach the terminal are
+          "unavailable", never a user's denial (the default)
+  tty     a human at this terminal (not implemented yet)
+  relay   forward to this session's own parent (not implemented yet)
+
+Exit status: 0 after a clean stop, 2 for a usage or configuration error
+(the message names the file, line:column and what was expected), 1 if
+serving failed.
+
+Flags:
+`
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("broker serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	session := fs.String("session", "", "the serving session id (required)")
+	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	configPath := fs.String("config", "", "rules config (pi's permission format); default the embedded defaults")
+	terminal := fs.String("terminal", "deny", "who answers what nothing else decided: deny, tty or relay")
+	logPath := fs.String("log", "", "review log (JSON lines); default $PI_CODING_AGENT_DIR/courier/review.jsonl; - for none")
+	watch := mailbox.WatchFSNotify
+	fs.TextVar(&watch, "watch", mailbox.WatchFSNotify, "how to notice requests: fsnotify, or poll for filesystems without inotify")
+	pollInterval := fs.Duration("poll-interval", mailbox.DefaultPollInterval, "the scan interval with --watch=poll")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return serveError(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if *session == "" {
+		return serveError(stderr, "--session ID is required")
+	}
+	switch *terminal {
+	case "deny":
+	case "tty", "relay":
+		return serveError(stderr, "--terminal %s is not implemented yet; use --terminal deny", *terminal)
+	default:
+		return serveError(stderr, "--terminal %q: expected deny, tty or relay", *terminal)
+	}
+
+	rootDir, err := mailbox.ResolveRoot(*root)
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	layout := mailbox.Layout{Root: rootDir}
+	if err := checkTree(rootDir); err != nil {
+		return serveError(stderr, "refusing to serve: %v", err)
+	}
+	cfg, err := rules.Load(*configPath)
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "broker: warning: %s\n", w)
+	}
+	home, _ := os.UserHomeDir()
+	protected := []string{rootDir}
+	if *configPath != "" {
+		if abs, err := filepath.Abs(*configPath); err == nil {
+			protected = append(protected, abs)
+		}
+	}
+	policy, err := rules.NewPolicy(cfg, rules.Options{Home: home, Protected: protected})
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	journal, err := grants.Open(layout, grants.Broker, *session)
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	if err := journal.Load(policy.Sessions()); err != nil {
+		return serveError(stderr, "%v (remove the file to start this session without its grants)", err)
+	}
+
+	review, logName, err := openReviewLog(*logPath, cfg.ReviewLogFieldMaxWidth)
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	defer review.Close()
+
+	b := &serve.Broker{
+		Layout: layout, Session: *session, Policy: policy, Terminal: serve.Headless{},
+		Log: review, Journal: journal,
+		Watch:             mailbox.WatchOptions{Mode: watch, PollInterval: *pollInterval},
+		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
+		OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
+	}
+	source := cfg.Source
+	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; terminal: %s; log: %s)\n",
+		*session, rootDir, source, policy.Sessions().Len(), *terminal, logName)
+	if err := b.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "broker: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stderr, "broker: stopped")
+	return 0
+}
+
+func serveError(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "broker serve: "+format+"\n", args...)
+	return exitUsage
+}
+
+// checkTree refuses a mailbox tree that others could write to (they could
+// plant answers); a root that does not exist yet is fine.
+func checkTree(root string) error {
+	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return mailbox.CheckTree(root)
+}
+
+// openReviewLog opens the review log: path, or the default under the agent
+// directory; "-" logs nothing.
+func openReviewLog(path string, width int) (*reviewlog.Log, string, error) {
+	if path == "-" {
+		return nil, "none", nil
+	}
+	if path == "" {
+		dir, err := mailbox.AgentDir()
+		if err != nil {
+			return nil, "", err
+		}
+		path = filepath.Join(dir, "courier", "review.jsonl")
+	}
+	log, err := reviewlog.Open(path, reviewlog.WithFieldWidth(width))
+	if err != nil {
+		return nil, "", err
+	}
+	return log, path, nil
+}

@@ -1,0 +1,616 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/grants"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/rules"
+)
+
+// ReasonSessionEnded answers the requests still pending when the broker
+// stops (pi's sentence for asks released at session shutdown).
+const ReasonSessionEnded = "The session ended before this permission request was answered"
+
+// Defaults of the Broker's knobs.
+const (
+	// DefaultSweepInterval is how often in-flight requests are checked for
+	// a requester that gave up or died, and how often housekeeping runs.
+	DefaultSweepInterval = time.Second
+	// DefaultWorkers read and resolve requests in parallel; asks that wait
+	// for the chain or the terminal leave their worker at once.
+	DefaultWorkers = 4
+	// tempMaxAge is when a staged temp file is surely abandoned.
+	tempMaxAge = 10 * time.Minute
+	// housekeepingEvery runs the slower sweeps every this many ticks.
+	housekeepingEvery = 10
+)
+
+var (
+	errSessionEnded  = errors.New("the session ended")
+	errRequesterGone = errors.New("the requester gave up")
+)
+
+// Broker serves one session's inbox. Set the fields, then call Run once.
+type Broker struct {
+	// Layout is the mailbox.
+	Layout mailbox.Layout
+	// Session is the serving session id.
+	Session string
+	// Policy is the recorded authority. Its session rules receive the
+	// whole-session grants.
+	Policy *rules.Policy
+	// Chain runs between the rules and the terminal; nil means no links.
+	Chain Chain
+	// Terminal decides what nothing else did; nil means Headless.
+	Terminal Terminal
+	// Log receives the review entries; nil logs nothing.
+	Log *reviewlog.Log
+	// Journal persists whole-session grants; nil keeps them in memory.
+	Journal *grants.Journal
+	// Watch configures how the inbox is watched.
+	Watch mailbox.WatchOptions
+	// ForwardingTimeout is how old a request may be before it is swept
+	// unanswered (its child gave up long ago); 0 means pi's 600 s.
+	ForwardingTimeout time.Duration
+	// PromptTimeout bounds how long the terminal may take; 0 is no limit.
+	PromptTimeout time.Duration
+	// SweepInterval, Workers: 0 means the defaults.
+	SweepInterval time.Duration
+	Workers       int
+	// OnError hears of problems worth an operator's eye (stderr); nil
+	// discards them. They are in the review log too.
+	OnError func(error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu        sync.Mutex
+	inflight  map[string]*pending          // by request id
+	answered  map[string]time.Time         // ids answered this run, for re-deliveries
+	unwritten map[string]decision.Decision // decided, but the response write failed
+	escalated sync.WaitGroup
+	watcher   *mailbox.Watcher
+}
+
+// pending is a request between being read and being answered.
+type pending struct {
+	cancel context.CancelCauseFunc
+	path   string
+	pid    int
+}
+
+func (b *Broker) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+func (b *Broker) report(err error) {
+	if err != nil && b.OnError != nil {
+		b.OnError(err)
+	}
+}
+
+func (b *Broker) log(event string, details map[string]any) {
+	if err := b.Log.Write(event, details); err != nil {
+		b.report(err)
+	}
+}
+
+func (b *Broker) forwardingTimeout() time.Duration {
+	if b.ForwardingTimeout > 0 {
+		return b.ForwardingTimeout
+	}
+	return rules.DefaultForwardingTimeout
+}
+
+// Run serves until ctx ends, then answers what is still pending, withdraws
+// the heartbeat and returns. It returns an error only if serving could not
+// start.
+func (b *Broker) Run(ctx context.Context) error {
+	session, err := mailbox.NormalizeSessionID(b.Session)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	b.Session = session
+	if b.Policy == nil {
+		return errors.New("serve: no policy")
+	}
+	if b.Terminal == nil {
+		b.Terminal = Headless{}
+	}
+	requests, err := b.Layout.RequestsDir(session)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	// pi's server never creates an inbox; courier does, so that its watch
+	// is armed before the first child arrives instead of polling for it.
+	if err := b.Layout.EnsureInbox(session); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if n, err := b.Layout.SweepServing(); err != nil {
+		b.report(fmt.Errorf("sweeping dead heartbeats: %w", err))
+	} else if n > 0 {
+		b.log(reviewlog.ForwardingWarning, map[string]any{"message": fmt.Sprintf("removed %d heartbeat records of dead serving sessions", n)})
+	}
+	b.inflight = make(map[string]*pending)
+	b.answered = make(map[string]time.Time)
+	b.unwritten = make(map[string]decision.Decision)
+
+	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now}
+	if err := heartbeat.Publish(); err != nil {
+		b.report(fmt.Errorf("publishing the heartbeat: %w", err))
+	}
+	b.log(reviewlog.ForwardedServingStarted, map[string]any{"sessionId": session})
+
+	// The watcher and the heartbeat outlive ctx until every pending
+	// request has its answer: children keep waiting while we shut down.
+	background, stopBackground := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	b.watcher = mailbox.NewWatcher(requests, b.watchOptions())
+	bg.Add(2)
+	go func() { defer bg.Done(); b.watcher.Run(background) }()
+	go func() {
+		defer bg.Done()
+		heartbeat.Run(background, mailbox.HeartbeatInterval, func(err error) { b.report(fmt.Errorf("heartbeat: %w", err)) })
+	}()
+
+	handling, endHandling := context.WithCancelCause(context.Background())
+	workers := b.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	stopWorkers := make(chan struct{})
+	var workersDone sync.WaitGroup
+	for range workers {
+		workersDone.Add(1)
+		go func() {
+			defer workersDone.Done()
+			for {
+				select {
+				case <-stopWorkers:
+					return
+				case name, ok := <-b.watcher.Ready():
+					if !ok {
+						return
+					}
+					b.handle(handling, name)
+				}
+			}
+		}()
+	}
+
+	interval := b.SweepInterval
+	if interval <= 0 {
+		interval = DefaultSweepInterval
+	}
+	ticker := time.NewTicker(interval)
+	for tick := 1; ; tick++ {
+		select {
+		case <-ctx.Done():
+			ticker.Stop()
+			b.shutdown(endHandling, stopWorkers, &workersDone, requests)
+			stopBackground()
+			bg.Wait()
+			if err := heartbeat.Withdraw(); err != nil {
+				b.report(fmt.Errorf("withdrawing the heartbeat: %w", err))
+			}
+			b.log(reviewlog.ForwardedServingStopped, map[string]any{"sessionId": session})
+			return nil
+		case <-ticker.C:
+			b.sweepInflight()
+			if tick%housekeepingEvery == 0 {
+				b.housekeeping()
+			}
+		}
+	}
+}
+
+func (b *Broker) watchOptions() mailbox.WatchOptions {
+	opts := b.Watch
+	if opts.Mode == mailbox.WatchFSNotify && opts.PollInterval <= 0 {
+		// In fsnotify mode the poll interval only applies while the inbox
+		// directory is missing (a pi child's cleanup removes it when
+		// empty); notice its return quickly.
+		opts.PollInterval = 20 * time.Millisecond
+	}
+	if opts.OnError == nil {
+		opts.OnError = func(err error) { b.report(fmt.Errorf("watching the inbox: %w", err)) }
+	}
+	return opts
+}
+
+// shutdown answers everything still pending with ReasonSessionEnded.
+func (b *Broker) shutdown(endHandling context.CancelCauseFunc, stopWorkers chan struct{}, workers *sync.WaitGroup, requests string) {
+	close(stopWorkers)
+	workers.Wait()
+	endHandling(errSessionEnded)
+	b.escalated.Wait()
+	// What is left on disk was never picked up: answer it too.
+	entries, err := os.ReadDir(requests)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		b.report(fmt.Errorf("listing the inbox at shutdown: %w", err))
+	}
+	ended, cancel := context.WithCancelCause(context.Background())
+	cancel(errSessionEnded)
+	for _, e := range entries {
+		if mailbox.IsMailName(e.Name()) {
+			b.handle(ended, e.Name())
+		}
+	}
+	b.escalated.Wait()
+}
+
+// sweepInflight cancels the work on requests whose child gave up (the
+// request file is gone) or died (its pid no longer exists).
+func (b *Broker) sweepInflight() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range b.inflight {
+		if _, err := os.Lstat(p.path); errors.Is(err, os.ErrNotExist) {
+			p.cancel(errRequesterGone)
+			continue
+		}
+		if p.pid > 0 && !mailbox.ProcessAlive(p.pid) {
+			p.cancel(fmt.Errorf("%w: process %d is gone", errRequesterGone, p.pid))
+			b.remove(p.path)
+			b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": id, "requestPath": p.path, "reason": "requester process " + strconv.Itoa(p.pid) + " exited"})
+		}
+	}
+}
+
+// housekeeping removes what nobody will ever collect and restores the
+// inbox a pi child's cleanup may have removed.
+func (b *Broker) housekeeping() {
+	if err := b.Layout.EnsureInbox(b.Session); err != nil {
+		b.report(err)
+	}
+	if _, err := b.Layout.SweepTemp(b.now(), tempMaxAge); err != nil {
+		b.report(fmt.Errorf("sweeping temp files: %w", err))
+	}
+	cutoff := b.now().Add(-b.forwardingTimeout())
+	b.mu.Lock()
+	for id, at := range b.answered {
+		if at.Before(cutoff) {
+			delete(b.answered, id)
+		}
+	}
+	b.mu.Unlock()
+	responses, err := b.Layout.ResponsesDir(b.Session)
+	if err != nil {
+		return
+	}
+	entries, _ := os.ReadDir(responses)
+	for _, e := range entries {
+		if !mailbox.IsMailName(e.Name()) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			b.remove(filepath.Join(responses, e.Name()))
+			b.log(reviewlog.ForwardingWarning, map[string]any{"message": "removed a response nobody collected", "responsePath": filepath.Join(responses, e.Name())})
+		}
+	}
+}
+
+// remove deletes a mailbox file; a file already gone is fine.
+func (b *Broker) remove(path string) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		b.report(fmt.Errorf("removing %s: %w", path, err))
+	}
+}
+
+// baseDetails are the fields every serving-side entry about a request has.
+func (b *Broker) baseDetails(req mailbox.Request, path string) map[string]any {
+	return map[string]any{
+		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
+		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID, "requestPath": path,
+	}
+}
+
+// reject logs a request file that cannot be served and removes it.
+func (b *Broker) reject(name, path, why string, err error) {
+	details := map[string]any{"message": "Ignoring invalid forwarded permission request: " + why, "requestPath": path}
+	if err != nil {
+		details["error"] = err.Error()
+	}
+	b.log(reviewlog.ForwardingWarning, details)
+	b.report(fmt.Errorf("ignoring %s: %s: %v", path, why, err))
+	b.remove(path)
+	b.watcher.Done(name)
+}
+
+// handle takes one request file from read to answer, or hands it to an
+// escalation goroutine. It never panics: a failure to decide is a
+// gate_error denial.
+func (b *Broker) handle(ctx context.Context, name string) {
+	path := filepath.Join(b.watcher.Dir(), name)
+	id, err := mailbox.RequestIDFromName(name)
+	if err != nil {
+		b.reject(name, path, "its name is not <id>.json", err)
+		return
+	}
+	b.mu.Lock()
+	d, unwritten := b.unwritten[id]
+	_, answered := b.answered[id]
+	_, busy := b.inflight[id]
+	b.mu.Unlock()
+	if busy {
+		// Delivered again while still in flight (rewritten in place):
+		// the running handler owns it.
+		b.watcher.Done(name)
+		return
+	}
+
+	data, err := mailbox.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b.watcher.Done(name)
+		return
+	case isUnsafe(err):
+		b.reject(name, path, "not a plain file this broker may read", err)
+		return
+	case err != nil:
+		// EACCES, EMFILE...: keep the request and try again on a rescan.
+		b.log(reviewlog.ForwardingError, map[string]any{"message": "Failed to read forwarded permission request", "requestPath": path, "error": err.Error()})
+		b.report(err)
+		b.watcher.Forget(name)
+		return
+	}
+	req, dropped, err := mailbox.DecodeRequest(data)
+	if err != nil {
+		b.reject(name, path, "malformed", err)
+		return
+	}
+	if req.ID != id {
+		b.reject(name, path, fmt.Sprintf("its id %q does not match its file name", req.ID), nil)
+		return
+	}
+	if target, err := mailbox.NormalizeSessionID(req.TargetSessionID); err != nil || target != b.Session {
+		b.reject(name, path, fmt.Sprintf("it targets session %q, not this session %q", req.TargetSessionID, b.Session), nil)
+		return
+	}
+	for _, d := range dropped {
+		b.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": "dropped a malformed optional field", "error": d.Error()})
+	}
+	if unwritten {
+		b.finish(ctx, req, name, path, d)
+		return
+	}
+	if answered || b.responseExists(req.ID) {
+		// Answered before (this run, or by a broker that died before it
+		// removed the request): never answer twice.
+		b.remove(path)
+		b.watcher.Done(name)
+		return
+	}
+	if why := b.orphaned(req); why != "" {
+		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": why})
+		b.remove(path)
+		b.watcher.Done(name)
+		return
+	}
+
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	b.mu.Lock()
+	b.inflight[req.ID] = &pending{cancel: cancel, path: path, pid: req.RequesterPID}
+	b.mu.Unlock()
+
+	if context.Cause(ctx) == nil {
+		if d, decided := b.recordedAuthority(req, path); decided {
+			b.finish(reqCtx, req, name, path, d)
+			return
+		}
+	}
+	b.escalated.Add(1)
+	go func() {
+		defer b.escalated.Done()
+		b.escalate(reqCtx, req, name, path)
+	}()
+}
+
+func isUnsafe(err error) bool {
+	var unsafe *mailbox.UnsafeFileError
+	return errors.As(err, &unsafe)
+}
+
+func (b *Broker) responseExists(id string) bool {
+	path, err := b.Layout.ResponsePath(b.Session, id)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(path)
+	return err == nil
+}
+
+// orphaned says why nobody can be waiting for req any more, or "".
+func (b *Broker) orphaned(req mailbox.Request) string {
+	if req.RequesterPID > 0 && !mailbox.ProcessAlive(req.RequesterPID) {
+		return "requester process " + strconv.Itoa(req.RequesterPID) + " exited"
+	}
+	if age := b.now().Sub(time.UnixMilli(req.CreatedAt)); age > b.forwardingTimeout() {
+		return fmt.Sprintf("created %s ago, past the forwarding timeout", age.Round(time.Second))
+	}
+	return ""
+}
+
+// recordedAuthority is SPEC §4 step 1: the rules and session grants, only
+// for a request that carries the child-fixed facts.
+func (b *Broker) recordedAuthority(req mailbox.Request, path string) (decision.Decision, bool) {
+	if req.AccessIntent == nil {
+		return decision.Decision{}, false
+	}
+	rd := b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+	var d decision.Decision
+	var event string
+	switch rd.Action {
+	case rules.Allow:
+		d, event = decision.Allow(rd.DecidedBy()), reviewlog.ForwardedAutoApproved
+	case rules.Deny:
+		d, event = decision.Deny(rd.Reason, rd.DecidedBy()), reviewlog.ForwardedAutoDenied
+	default:
+		return decision.Decision{}, false
+	}
+	details := b.baseDetails(req, path)
+	details["decidedBy"] = d.DecidedBy
+	b.log(event, details)
+	return d, true
+}
+
+// escalate runs the chain and the terminal for an ask (SPEC §4 steps 2-3).
+func (b *Broker) escalate(ctx context.Context, req mailbox.Request, name, path string) {
+	d := b.ask(ctx, req, path)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errRequesterGone):
+		b.settle(req.ID)
+		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": cause.Error()})
+		b.watcher.Done(name)
+		return
+	case errors.Is(cause, errSessionEnded):
+		d = decision.NobodyAnswered(ReasonSessionEnded)
+	}
+	b.finish(ctx, req, name, path, d)
+}
+
+func (b *Broker) ask(ctx context.Context, req mailbox.Request, path string) (d decision.Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			reason := fmt.Sprintf("deciding failed: %v", r)
+			b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to escalate forwarded permission request", "error": reason, "stack": string(debug.Stack())})
+			d = decision.Deny("", provenance.GateError{Reason: reason})
+		}
+	}()
+	if context.Cause(ctx) != nil {
+		return decision.NobodyAnswered(ReasonSessionEnded)
+	}
+	var rd rules.Decision
+	if req.AccessIntent != nil {
+		rd = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+	}
+	details := b.baseDetails(req, path)
+	if rd.Floor != "" {
+		details["floor"] = rd.Floor
+	}
+	b.log(reviewlog.ForwardedPrompted, details)
+	if b.Chain != nil {
+		if d, ok := b.Chain.Resolve(ctx, req); ok {
+			return d
+		}
+	}
+	termCtx := ctx
+	if b.PromptTimeout > 0 {
+		var cancel context.CancelFunc
+		termCtx, cancel = context.WithTimeoutCause(ctx, b.PromptTimeout, errPromptTimeout)
+		defer cancel()
+	}
+	d = b.Terminal.Decide(termCtx, Ask{Request: req, Resolution: rd})
+	if context.Cause(ctx) == nil && errors.Is(context.Cause(termCtx), errPromptTimeout) {
+		return decision.NobodyAnswered(fmt.Sprintf("Nobody answered the prompt within %s", b.PromptTimeout))
+	}
+	return d
+}
+
+var errPromptTimeout = errors.New("prompt timeout")
+
+// finish applies the grant scope, writes the response durably, and only
+// then removes the request.
+func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path string, d decision.Decision) {
+	defer b.settle(req.ID)
+	if d.State == decision.StateApprovedForServingSession {
+		b.recordWholeSession(req, path, d)
+	}
+	resp := d.Response(b.Session, b.now().UnixMilli())
+	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
+	data, err := mailbox.EncodeResponse(resp)
+	if err == nil {
+		err = b.Layout.WriteResponse(b.Session, req.ID, data)
+	}
+	if err != nil {
+		// Keep the request; the next attempt rewrites this decision
+		// instead of asking again.
+		b.mu.Lock()
+		b.unwritten[req.ID] = d
+		b.mu.Unlock()
+		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to write forwarded permission response", "responsePath": respPath, "error": err.Error()})
+		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
+		b.watcher.Forget(name)
+		return
+	}
+	b.mu.Lock()
+	delete(b.unwritten, req.ID)
+	b.answered[req.ID] = b.now()
+	b.mu.Unlock()
+	b.remove(path)
+	event := reviewlog.ForwardedDenied
+	if d.Approved() {
+		event = reviewlog.ForwardedApproved
+	}
+	b.log(event, map[string]any{
+		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
+		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID,
+		"responsePath": respPath, "approved": d.Approved(), "resolution": string(d.State),
+		"denialReason": nullable(d.DenialReason), "decidedBy": d.DecidedBy,
+	})
+	b.watcher.Done(name)
+}
+
+// settle ends a request's time in flight and releases its context.
+func (b *Broker) settle(id string) {
+	b.mu.Lock()
+	p := b.inflight[id]
+	delete(b.inflight, id)
+	b.mu.Unlock()
+	if p != nil {
+		p.cancel(nil)
+	}
+}
+
+// recordWholeSession records the request's grants into the broker's
+// session rules and journals them (seed 002: "the whole session").
+func (b *Broker) recordWholeSession(req mailbox.Request, path string, d decision.Decision) {
+	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
+		return
+	}
+	width := rules.WidthProven
+	if d.SessionGrantWidth == mailbox.GrantFamily {
+		width = rules.WidthFamily
+	}
+	gs := make([]rules.Grant, len(req.SessionApproval.Grants))
+	for i, g := range req.SessionApproval.Grants {
+		gs[i] = rules.Grant{Surface: g.Surface, Pattern: g.Pattern}
+	}
+	sessions := b.Policy.Sessions()
+	recorded, err := sessions.Record(width, gs...)
+	if err != nil {
+		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to record session grants", "error": err.Error()})
+		b.report(err)
+		return
+	}
+	if b.Journal != nil {
+		if err := b.Journal.Save(sessions); err != nil {
+			b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to journal session grants", "error": err.Error()})
+			b.report(err)
+		}
+	}
+	details := b.baseDetails(req, path)
+	details["grants"] = recorded
+	b.log(reviewlog.ForwardedSessionRecorded, details)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
