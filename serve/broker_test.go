@@ -442,4 +442,3 @@ func deadPID(t *testing.T) int {
 	}
 	return p.Pid
 }
-
