@@ -63,13 +63,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *session == "" {
 		return serveError(stderr, "--session ID is required")
 	}
-	switch *terminal {
-	case "deny":
-	case "tty", "relay":
-		return serveError(stderr, "--terminal %s is not implemented yet; use --terminal deny", *terminal)
-	default:
-		return serveError(stderr, "--terminal %q: expected deny, tty or relay", *terminal)
-	}
 
 	rootDir, err := mailbox.ResolveRoot(*root)
 	if err != nil {
@@ -111,8 +104,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer review.Close()
 
+	term, err := newTerminal(terminalSpec{kind: *terminal, layout: layout, session: *session, log: review, stderr: stderr})
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	defer term.close()
 	b := &serve.Broker{
-		Layout: layout, Session: *session, Policy: policy, Terminal: serve.Headless{},
+		Layout: layout, Session: *session, Policy: policy, Terminal: term.Terminal,
 		Log: review, Journal: journal,
 		Watch:             mailbox.WatchOptions{Mode: watch, PollInterval: *pollInterval},
 		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
