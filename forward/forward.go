@@ -330,3 +330,12 @@ func (c *Client) cleanup(target string) {
 		c.warn(err)
 	}
 }
+
+// LogLocal writes the terminal entry of an ask a local session grant
+// answered without forwarding.
+func (c *Client) LogLocal(req mailbox.Request, d decision.Decision) {
+	c.log(reviewlog.RequestSessionApproved, map[string]any{
+		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
+		"approved": true, "state": string(d.State), "resolution": string(provenance.ResolutionSessionApproved), "decidedBy": d.DecidedBy,
+	})
+}

@@ -30,7 +30,8 @@ Terminals:
   deny    nobody is at this broker: asks that reach the terminal are
           "unavailable", never a user's denial (the default)
   tty     a human at this terminal (not implemented yet)
-  relay   forward to this session's own parent (not implemented yet)
+  relay   this broker's session is itself a subagent's: forward to its own
+          parent (--parent) and relay the answer down; runs no plugin links
 
 Exit status: 0 after a clean stop, 2 for a usage or configuration error
 (the message names the file, line:column and what was expected), 1 if
@@ -47,6 +48,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
 	configPath := fs.String("config", "", "rules config (pi's permission format); default the embedded defaults")
 	terminal := fs.String("terminal", "deny", "who answers what nothing else decided: deny, tty or relay")
+	parent := fs.String("parent", "", "with --terminal relay: the session to relay to; default $PI_AGENT_ROUTER_PARENT_SESSION_ID, then $PI_SUBAGENT_PARENT_SESSION")
 	logPath := fs.String("log", "", "review log (JSON lines); default $PI_CODING_AGENT_DIR/courier/review.jsonl; - for none")
 	watch := mailbox.WatchFSNotify
 	fs.TextVar(&watch, "watch", mailbox.WatchFSNotify, "how to notice requests: fsnotify, or poll for filesystems without inotify")
@@ -104,7 +106,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer review.Close()
 
-	term, err := newTerminal(terminalSpec{kind: *terminal, layout: layout, session: *session, log: review, stderr: stderr})
+	watchOpts := mailbox.WatchOptions{Mode: watch, PollInterval: *pollInterval}
+	term, err := newTerminal(terminalSpec{
+		kind: *terminal, layout: layout, session: *session, log: review, stderr: stderr,
+		parent: *parent, forwardingTimeout: cfg.ForwardingTimeout, watch: watchOpts,
+	})
 	if err != nil {
 		return serveError(stderr, "%v", err)
 	}
@@ -112,7 +118,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	b := &serve.Broker{
 		Layout: layout, Session: *session, Policy: policy, Terminal: term.Terminal,
 		Log: review, Journal: journal,
-		Watch:             mailbox.WatchOptions{Mode: watch, PollInterval: *pollInterval},
+		Watch:             watchOpts,
 		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
 		OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
 	}

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"time"
 
+	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/relay"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/serve"
 )
@@ -16,6 +20,10 @@ type terminalSpec struct {
 	session string
 	log     *reviewlog.Log
 	stderr  io.Writer
+	// parent is --parent, for --terminal relay.
+	parent            string
+	forwardingTimeout time.Duration
+	watch             mailbox.WatchOptions
 }
 
 // openTerminal is a terminal and what to release when serving ends.
@@ -29,7 +37,17 @@ func newTerminal(spec terminalSpec) (openTerminal, error) {
 	switch spec.kind {
 	case "deny":
 		return openTerminal{Terminal: serve.Headless{}, close: func() {}}, nil
-	case "tty", "relay":
+	case "relay":
+		parent, ok := forward.ResolveTarget(spec.parent, spec.session, os.Getenv)
+		if !ok {
+			return openTerminal{}, fmt.Errorf("--terminal relay needs this session's parent: --parent, $%s or $%s (a parent equal to --session is skipped)", forward.EnvRouterParent, forward.EnvSubagentParent)
+		}
+		client := &forward.Client{
+			Layout: spec.layout, Log: spec.log, Timeout: spec.forwardingTimeout, Watch: spec.watch,
+			OnWarning: func(err error) { fmt.Fprintf(spec.stderr, "broker: relay: %v\n", err) },
+		}
+		return openTerminal{Terminal: &relay.Terminal{Client: client, Session: spec.session, Parent: parent}, close: func() {}}, nil
+	case "tty":
 		return openTerminal{}, fmt.Errorf("--terminal %s is not implemented yet; use --terminal deny", spec.kind)
 	}
 	return openTerminal{}, fmt.Errorf("--terminal %q: expected deny, tty or relay", spec.kind)

@@ -166,12 +166,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return usageError(stderr, "%v", err)
 	}
+	// This session's own grants ("yes, for this subagent only") answer
+	// first; they are an optimisation, so trouble reading them only warns.
+	home, _ := os.UserHomeDir()
+	local, err := forward.OpenLocalGrants(client.Layout, req.RequesterSessionID, home)
+	if err != nil {
+		fmt.Fprintf(stderr, "child: warning: this session's grants are not used: %v\n", err)
+	}
+	if d, ok := local.Resolve(req); ok {
+		client.LogLocal(req, d)
+		return report(stdout, stderr, req.ID, d)
+	}
 	var d decision.Decision
 	if target == "" {
 		d = client.Unresolved(req.ID)
 	} else {
 		req.TargetSessionID = target
 		d = client.Forward(ctx, req)
+	}
+	if err := local.Record(req, d); err != nil {
+		fmt.Fprintf(stderr, "child: warning: %v\n", err)
 	}
 	return report(stdout, stderr, req.ID, d)
 }
