@@ -249,7 +249,9 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath string) decision
 	}
 	c.discard(respPath)
 	c.discard(reqPath)
-	c.cleanup(target)
+	// The inbox directories stay: a live broker watches them, and removing
+	// requests/ would cost its next child a re-arm of that watch. pi's
+	// cleanup order applies when the parent is gone (see abandon).
 	for _, d := range dropped {
 		c.warn(fmt.Errorf("response %s: dropped %w", respPath, d))
 	}
@@ -272,11 +274,16 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath string) decision
 }
 
 // abandon gives up on req: it deletes the request (when it was written) so
-// that a late answer cannot arrive, and decides "unavailable".
+// that a late answer cannot arrive, and decides "unavailable". When the
+// parent is not serving, the session's empty directories are removed in
+// pi's order (requests, then responses, then the session), so a dead
+// parent's tree does not linger.
 func (c *Client) abandon(req mailbox.Request, reqPath, reason string) decision.Decision {
 	if reqPath != "" {
 		c.discard(reqPath)
-		c.cleanup(req.TargetSessionID)
+		if reason == fmt.Sprintf(reasonNotServingFmt, req.TargetSessionID) {
+			c.cleanup(req.TargetSessionID)
+		}
 	}
 	d := decision.NobodyAnswered(reason)
 	c.logFinal(req.ID, d)

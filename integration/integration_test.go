@@ -66,8 +66,13 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"nomail": cmdNoMail,
-			"exits":  cmdExits,
+			"nomail":    cmdNoMail,
+			"exits":     cmdExits,
+			"drop":      cmdDrop,
+			"dropmany":  cmdDropMany,
+			"waitfile":  cmdWaitFile,
+			"waitcount": cmdWaitCount,
+			"askmany":   cmdAskMany,
 		},
 	})
 }

@@ -326,7 +326,11 @@ func (b *Broker) reject(name, path, why string, err error) {
 		details["error"] = err.Error()
 	}
 	b.log(reviewlog.ForwardingWarning, details)
-	b.report(fmt.Errorf("ignoring %s: %s: %v", path, why, err))
+	if err != nil {
+		b.report(fmt.Errorf("ignoring %s: %s: %w", path, why, err))
+	} else {
+		b.report(fmt.Errorf("ignoring %s: %s", path, why))
+	}
 	b.remove(path)
 	b.watcher.Done(name)
 }
@@ -370,6 +374,13 @@ func (b *Broker) handle(ctx context.Context, name string) {
 	}
 	req, dropped, err := mailbox.DecodeRequest(data)
 	if err != nil {
+		if b.stillBeingWritten(path) {
+			// A writer that does not rename into place (not pi, not
+			// courier) may still be writing: look again on the next
+			// event or rescan rather than throw its request away.
+			b.watcher.Forget(name)
+			return
+		}
 		b.reject(name, path, "malformed", err)
 		return
 	}
@@ -418,6 +429,15 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		defer b.escalated.Done()
 		b.escalate(reqCtx, req, name, path)
 	}()
+}
+
+// writeGrace is how long a malformed request file is given to be
+// completed by a writer that writes in place.
+const writeGrace = 2 * time.Second
+
+func (b *Broker) stillBeingWritten(path string) bool {
+	info, err := os.Lstat(path)
+	return err == nil && b.now().Sub(info.ModTime()) < writeGrace
 }
 
 func isUnsafe(err error) bool {
