@@ -51,9 +51,9 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-## demo: not available yet; it arrives with the broker's serve loop
-demo:
-	@echo "make demo: not available yet: it needs 'broker serve' (issue: Broker)"; exit 1
+## demo: a broker, a few asks through the child, and the audit (non-interactive)
+demo: build
+	@bash scripts/demo.sh $(BIN)
 
 clean:
 	rm -rf $(BIN)
