@@ -238,10 +238,15 @@ func TestApprovedForThisSubagentPassesThrough(t *testing.T) {
 // writeRequest drops a request file the way any child would.
 func writeRequest(t *testing.T, layout mailbox.Layout, name string, data []byte) string {
 	t.Helper()
-	if err := layout.EnsureInbox("parent"); err != nil {
+	return writeRequestTo(t, layout, "parent", name, data)
+}
+
+func writeRequestTo(t *testing.T, layout mailbox.Layout, session, name string, data []byte) string {
+	t.Helper()
+	if err := layout.EnsureInbox(session); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := layout.RequestsDir("parent")
+	dir, _ := layout.RequestsDir(session)
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
 		t.Fatal(err)
