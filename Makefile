@@ -18,15 +18,33 @@ FUZZ_TARGETS := \
 	./mailbox:FuzzCheckServing \
 	./rules:FuzzMatch \
 	./rules:FuzzParse \
-	./rules:FuzzDecodeSnapshot
+	./rules:FuzzDecodeSnapshot \
+	./chain:FuzzCleanReason \
+	./plugins:FuzzPluginOutput
 
-.PHONY: all build test fmt-check vet lint fuzz demo clean
+.PHONY: all build test fmt-check vet lint fuzz demo clean proto
 
 all: build
 
-## build: the broker and child binaries into bin/
+## build: the broker, the child and the example authorizer plugins
+## (courier-authz-denylist, courier-authz-readonly) into bin/
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+## proto: regenerate plugins/gen from plugins/proto. The generators are
+## pinned as go tool directives in go.mod; protoc comes from Debian and is
+## installed when missing. Tests never need it: the output is committed.
+PROTO_DIR := plugins/proto
+PROTO_OUT := plugins/gen
+proto:
+	@command -v protoc >/dev/null 2>&1 || { echo "protoc missing: installing Debian's protobuf-compiler"; \
+		apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+	protoc -I $(PROTO_DIR) \
+		--plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
+		--plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
+		--go_out=$(PROTO_OUT) --go_opt=paths=source_relative \
+		--go-grpc_out=$(PROTO_OUT) --go-grpc_opt=paths=source_relative \
+		$$(cd $(PROTO_DIR) && find * -name '*.proto' | sort)
 
 ## test: gofmt check, go vet, and every test (integration/ included) with the race detector
 test: fmt-check vet

@@ -143,8 +143,24 @@ const (
 	// LinkShadow records the verdict of a link running in shadow mode:
 	// consulted and logged, never enforced, so an operator can judge a new
 	// authorizer against real traffic first. courier's addition. Details:
-	// requestId, name, verdict, reason.
+	// requestId, name, verdict, reason, latencyMs, and as for LinkVerdict
+	// capped/linkVerdict and failure/error.
 	LinkShadow = "authorizer_link.shadow"
+
+	// LinkVerdict records what one enforcing link answered on one ask, in
+	// consultation order, so a deferring link leaves a trace too. courier's
+	// addition. Details: requestId, name, verdict (allow, deny or defer: the
+	// verdict that counted), reason (deny only, else null), latencyMs; with
+	// capped:true and linkVerdict:"allow" when the delegation envelope
+	// turned an allow into a defer; with failure and error when the link
+	// could not judge and its failure policy gave the verdict.
+	LinkVerdict = "authorizer_link.verdict"
+
+	// LinkDisabled is written at startup for a configured link that could
+	// not be loaded (a missing binary, a checksum mismatch): it is never
+	// started, and every ask gets its failure verdict. courier's addition.
+	// Details: name, path, error.
+	LinkDisabled = "authorizer_link.disabled"
 )
 
 // Detail keys that readers join and classify entries by. Writers should use

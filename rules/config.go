@@ -34,11 +34,79 @@ type Config struct {
 	// PromptTimeout is `promptTimeoutMs`: how long the terminal waits for
 	// a human; zero means no limit.
 	PromptTimeout time.Duration
+	// AuthorizerChain is `authorizerChain`: the authorizer plugins, in the
+	// order they are consulted. Empty by default.
+	AuthorizerChain []AuthorizerLink
 	// Warnings lists what was read but not used as written: unknown keys
 	// (an operator may point courier at a pi config with other keys) and
 	// integer-like keys that JavaScript's key order moves to the front.
 	Warnings []Diagnostic
 }
+
+// AuthorizerLink is one entry of `authorizerChain`: an authorizer plugin
+// binary and how the broker runs it.
+//
+//	{"name": "denylist", "path": "/opt/courier/courier-authz-denylist",
+//	 "sha256": "<64 hex digits>", "args": ["--deny", "rm -rf"],
+//	 "timeoutMs": 2000, "onFailure": "deny", "mode": "enforce",
+//	 "disclose": ["cwd"]}
+//
+// pi's authorizerChain lists names of in-process extensions; courier's
+// links are processes, so a bare name is an error, not a link.
+type AuthorizerLink struct {
+	// Name labels the link in decidedBy and the review log; unique, made
+	// of letters, digits, '.', '_' and '-'.
+	Name string
+	// Path is the plugin binary, an absolute path.
+	Path string
+	// SHA256 is the binary's SHA-256, lower-case hex. It is checked before
+	// every start: a binary that differs is never run.
+	SHA256 string
+	// Args are passed to the plugin: this is where an operator puts the
+	// plugin's own settings (or the path of a settings file).
+	Args []string
+	// Timeout is `timeoutMs`, the deadline of one call; default
+	// DefaultLinkTimeout.
+	Timeout time.Duration
+	// OnFailure is the verdict when the link cannot judge (crash, hang,
+	// garbage, disabled): LinkFailDeny by default, or LinkFailDefer.
+	OnFailure LinkFailure
+	// Mode is LinkEnforce by default, or LinkShadow: consulted and logged,
+	// never enforced.
+	Mode LinkMode
+	// DiscloseCwd and DisclosePrincipal are `disclose: ["cwd",
+	// "principal"]`: requester identity this link may see.
+	DiscloseCwd       bool
+	DisclosePrincipal bool
+	// At is where the entry was written, file:line:column.
+	At string
+}
+
+// LinkFailure is an authorizer link's failure verdict.
+type LinkFailure string
+
+// The failure verdicts. There is no allow: a link that fails never allows.
+const (
+	// LinkFailDeny denies the ask. It is the default: in a chain such as
+	// [deny-list, allow-list], deferring past a broken deny-list would let
+	// the allow-list approve what the deny-list exists to refuse.
+	LinkFailDeny LinkFailure = "deny"
+	// LinkFailDefer passes the ask on to the next link, then the terminal.
+	LinkFailDefer LinkFailure = "defer"
+)
+
+// LinkMode is whether an authorizer link's verdicts count.
+type LinkMode string
+
+// The link modes.
+const (
+	LinkEnforce LinkMode = "enforce"
+	LinkShadow  LinkMode = "shadow"
+)
+
+// DefaultLinkTimeout is an authorizer link's default timeoutMs, the
+// default of pi's model judge.
+const DefaultLinkTimeout = 5 * time.Second
 
 // Permission is one `permission` object, already expanded: the bare `path`
 // and `external_directory` keys are replaced by their `_read` and `_write`

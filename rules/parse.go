@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -71,6 +73,9 @@ var topLevelKeys = []struct {
 		if ms, ok := p.integer(path, 0, "milliseconds, 0 for no limit"); ok {
 			c.PromptTimeout = time.Duration(ms) * time.Millisecond
 		}
+	}},
+	{"authorizerChain", func(p *parser, c *Config, path string) {
+		c.AuthorizerChain = p.authorizerChain(path)
 	}},
 }
 
@@ -750,4 +755,200 @@ func expandSugar(surfaces []surfaceEntry) []surfaceEntry {
 		}
 	}
 	return out
+}
+
+// linkNameRE is what an authorizer link's name may be: it is written into
+// decidedBy and review logs, so it is kept to a plain token.
+var linkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// sha256RE is a SHA-256 digest in hex, either case.
+var sha256RE = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
+
+// linkKeys lists the keys of an authorizerChain entry, for messages.
+const linkKeys = "name, path, sha256, args, timeoutMs, onFailure, mode, disclose"
+
+// authorizerChain reads the authorizerChain array: its entries in order.
+func (p *parser) authorizerChain(path string) []AuthorizerLink {
+	tok, at, ok := p.token()
+	if !ok {
+		return nil
+	}
+	if tok != json.Delim('[') {
+		p.fail(at, path, "expected an array of authorizer links {name, path, sha256, ...}, got "+describe(tok))
+		p.skipFrom(tok, path)
+		return nil
+	}
+	var links []AuthorizerLink
+	names := make(map[string]int)
+	for i := 0; !p.halted && p.dec.More(); i++ {
+		ep := path + "[" + strconv.Itoa(i) + "]"
+		tok, at, ok := p.token()
+		if !ok {
+			return nil
+		}
+		if tok != json.Delim('{') {
+			msg := "expected an authorizer link {name, path, sha256, ...}, got " + describe(tok)
+			if _, isName := tok.(string); isName {
+				msg += ": courier runs authorizer links as plugin binaries, so pi's registered link names do not apply; write {\"name\": ..., \"path\": ..., \"sha256\": ...}"
+			}
+			p.fail(at, ep, msg)
+			p.skipFrom(tok, ep)
+			continue
+		}
+		link, ok := p.authorizerLink(ep, at)
+		if !ok {
+			continue
+		}
+		if first, dup := names[link.Name]; dup {
+			line, col := p.lineCol(first)
+			p.fail(at, ep+".name", fmt.Sprintf("duplicate link name %q (first at %d:%d): names must be unique", link.Name, line, col))
+			continue
+		}
+		names[link.Name] = at
+		links = append(links, link)
+	}
+	p.token() // the closing ']'
+	return links
+}
+
+// authorizerLink reads one link object after its '{'. Unknown keys are
+// errors, not warnings: a misspelt "mode" would otherwise enforce a link
+// meant to run in shadow.
+func (p *parser) authorizerLink(path string, openAt int) (AuthorizerLink, bool) {
+	link := AuthorizerLink{Timeout: DefaultLinkTimeout, OnFailure: LinkFailDeny, Mode: LinkEnforce, At: p.at(openAt)}
+	valid := true
+	fail := func(at int, kp, msg string) {
+		p.fail(at, kp, msg)
+		valid = false
+	}
+	str := func(kp string) (string, int, bool) {
+		tok, at := p.scalar(kp)
+		s, ok := tok.(string)
+		if !ok {
+			fail(at, kp, "expected a string, got "+describe(tok))
+		}
+		return s, at, ok
+	}
+	p.object(path, func(key string, keyAt int) {
+		kp := memberPath(path, key)
+		switch key {
+		case "name":
+			if s, at, ok := str(kp); ok {
+				if !linkNameRE.MatchString(s) {
+					fail(at, kp, "expected a name of letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit), got "+describe(s))
+					return
+				}
+				link.Name = s
+			}
+		case "path":
+			if s, at, ok := str(kp); ok {
+				if !filepath.IsAbs(s) {
+					fail(at, kp, "expected an absolute path to the plugin binary, got "+describe(s))
+					return
+				}
+				link.Path = filepath.Clean(s)
+			}
+		case "sha256":
+			if s, at, ok := str(kp); ok {
+				if !sha256RE.MatchString(s) {
+					fail(at, kp, "expected the binary's SHA-256 as 64 hex digits (sha256sum prints it), got "+describe(s))
+					return
+				}
+				link.SHA256 = strings.ToLower(s)
+			}
+		case "args":
+			args, ok := p.stringArray(kp)
+			if !ok {
+				valid = false
+				return
+			}
+			link.Args = args
+		case "timeoutMs":
+			ms, ok := p.integer(kp, 1, "milliseconds")
+			if !ok {
+				valid = false
+				return
+			}
+			link.Timeout = time.Duration(ms) * time.Millisecond
+		case "onFailure":
+			if s, at, ok := str(kp); ok {
+				switch LinkFailure(s) {
+				case LinkFailDeny, LinkFailDefer:
+					link.OnFailure = LinkFailure(s)
+				default:
+					fail(at, kp, `expected "deny" or "defer" (a failing link never allows), got `+describe(s))
+				}
+			}
+		case "mode":
+			if s, at, ok := str(kp); ok {
+				switch LinkMode(s) {
+				case LinkEnforce, LinkShadow:
+					link.Mode = LinkMode(s)
+				default:
+					fail(at, kp, `expected "enforce" or "shadow", got `+describe(s))
+				}
+			}
+		case "disclose":
+			tok, at, ok := p.token()
+			if !ok {
+				valid = false
+				return
+			}
+			if tok != json.Delim('[') {
+				fail(at, kp, `expected an array of "cwd" and "principal", got `+describe(tok))
+				p.skipFrom(tok, kp)
+				return
+			}
+			for i := 0; !p.halted && p.dec.More(); i++ {
+				ip := kp + "[" + strconv.Itoa(i) + "]"
+				tok, at := p.scalar(ip)
+				switch tok {
+				case "cwd":
+					link.DiscloseCwd = true
+				case "principal":
+					link.DisclosePrincipal = true
+				default:
+					fail(at, ip, `expected "cwd" or "principal", got `+describe(tok))
+				}
+			}
+			p.token() // the closing ']'
+		default:
+			fail(keyAt, kp, fmt.Sprintf("unknown key %q: an authorizer link reads %s", key, linkKeys))
+			p.skipValue(kp)
+		}
+	})
+	for _, req := range []struct{ key, value string }{{"name", link.Name}, {"path", link.Path}, {"sha256", link.SHA256}} {
+		if req.value == "" && valid {
+			fail(openAt, path, fmt.Sprintf("missing %q: an authorizer link needs name, path and sha256", req.key))
+		}
+	}
+	return link, valid
+}
+
+// stringArray reads an array of strings.
+func (p *parser) stringArray(path string) ([]string, bool) {
+	tok, at, ok := p.token()
+	if !ok {
+		return nil, false
+	}
+	if tok != json.Delim('[') {
+		p.fail(at, path, "expected an array of strings, got "+describe(tok))
+		p.skipFrom(tok, path)
+		return nil, false
+	}
+	out := []string{}
+	valid := true
+	for i := 0; !p.halted && p.dec.More(); i++ {
+		ip := path + "[" + strconv.Itoa(i) + "]"
+		tok, at := p.scalar(ip)
+		s, isStr := tok.(string)
+		if !isStr {
+			p.fail(at, ip, "expected a string, got "+describe(tok))
+			valid = false
+			continue
+		}
+		out = append(out, s)
+	}
+	p.token() // the closing ']'
+	return out, valid
 }

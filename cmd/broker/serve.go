@@ -9,8 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rs/zerolog"
+
+	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/plugins"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
@@ -115,16 +119,32 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return serveError(stderr, "%v", err)
 	}
 	defer term.close()
+
+	// One chain per node: a relaying broker's node does not adjudicate.
+	var links *chain.Chain
+	if *terminal == "relay" {
+		if n := len(cfg.AuthorizerChain); n > 0 {
+			fmt.Fprintf(stderr, "broker: warning: --terminal relay runs no authorizer links; the %d configured are not consulted (the node that adjudicates runs its own)\n", n)
+		}
+	} else {
+		diag := zerolog.New(zerolog.SyncWriter(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})).With().Timestamp().Str("component", "plugins").Logger()
+		var problems []error
+		links, problems = plugins.Load(ctx, cfg.AuthorizerChain, review, plugins.Options{Logger: &diag})
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "broker: authorizer chain: %v\n", p)
+		}
+		defer links.Close()
+	}
 	b := &serve.Broker{
 		Layout: layout, Session: *session, Policy: policy, Terminal: term.Terminal,
-		Log: review, Journal: journal,
+		Log: review, Journal: journal, Chain: links,
 		Watch:             watchOpts,
 		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
 		OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
 	}
 	source := cfg.Source
-	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; terminal: %s; log: %s)\n",
-		*session, rootDir, source, policy.Sessions().Len(), *terminal, logName)
+	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
+		*session, rootDir, source, policy.Sessions().Len(), links.Len(), *terminal, logName)
 	if err := b.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1

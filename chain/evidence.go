@@ -1,0 +1,158 @@
+package chain
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/seed6639df8c/courier/mailbox"
+)
+
+// Evidence is what one link may know about one ask: the projection of a
+// mailbox.Request that [Project] builds. Links must treat it as read-only;
+// slices may be shared with other links' evidence.
+type Evidence struct {
+	// RequestID names the ask in the review log.
+	RequestID string
+	// Source is the kind of gate that raised the ask (tool_call,
+	// skill_input, skill_read), empty when the child did not say.
+	Source string
+	// Surface and Value are the display projection: the child's tool name
+	// and its argument. They are for display; decide on Access where it is
+	// present.
+	Surface, Value string
+	// Message is the child's prompt text (pi 20.x children send it).
+	Message string
+	// Forwarding is who forwarded the ask.
+	Forwarding Forwarding
+	// Access is the child-fixed access facts, nil when the child sent none
+	// (or sent a malformed set, which the reader drops whole).
+	Access *AccessFacts
+	// SessionApproval is the child's suggested session grants, nil when
+	// it suggested none. An allow never records them.
+	SessionApproval []Grant
+	// Payload is the child's prompt payload, a JSON object, nil when
+	// absent.
+	Payload json.RawMessage
+	// RequesterCwd is the child's working directory, nil unless the
+	// operator disclosed it to this link (and the child sent one).
+	RequesterCwd *string
+	// Principal is the child session and agent the ask is scoped to, nil
+	// unless the operator disclosed it to this link.
+	Principal *Principal
+}
+
+// Forwarding is the forwarding provenance of an ask: the requesting
+// agent's name and session.
+type Forwarding struct {
+	RequesterAgentName string
+	RequesterSessionID string
+}
+
+// AccessFacts are the child-fixed facts of an ask: mailbox.AccessIntent
+// without the requester's identity.
+type AccessFacts struct {
+	// Surface is the gate surface: bash, path, path_read, a tool name...
+	Surface string
+	// MatchValues are the values the rules were matched against, as the
+	// child fixed them.
+	MatchValues []string
+	// BoundaryValue is the canonical path on path surfaces, nil otherwise.
+	BoundaryValue *string
+	// Floor is a synthetic floor sentinel such as <opaque-bash-wrapper>,
+	// empty when absent.
+	Floor string
+	// AskingUnits lists the bash chain units that asked.
+	AskingUnits []AskingUnit
+}
+
+// AskingUnit is one bash chain unit that asked.
+type AskingUnit struct {
+	Command string
+	// Floor is empty when absent.
+	Floor string
+}
+
+// Grant is one suggested session grant: Pattern on Surface.
+type Grant struct {
+	Surface string
+	Pattern string
+}
+
+// Principal is who asked: the child session and its agent.
+type Principal struct {
+	SessionID string
+	AgentName string
+}
+
+// Disclosure is what the operator discloses to one link beyond the
+// child-fixed facts (config "disclose"). The zero Disclosure discloses
+// nothing.
+type Disclosure struct {
+	// Cwd discloses accessIntent.requesterCwd: a judge needs it to know
+	// what a relative path in a command means (seed 003).
+	Cwd bool
+	// Principal discloses accessIntent.principal.
+	Principal bool
+}
+
+// Project builds the evidence one link sees of req, field by field. The
+// requester's working directory and principal are included only as d
+// discloses them; the target session, the creation time and the child's
+// process id are never included. Project copies every slice, so no link
+// can alter another's evidence or the request.
+//
+// Every field of mailbox.Request and the types under it is classified in
+// this package's tests as projected or withheld; adding a field there
+// fails the tests until it is classified here.
+func Project(req mailbox.Request, d Disclosure) Evidence {
+	ev := Evidence{
+		RequestID: req.ID,
+		Source:    string(req.Source),
+		Surface:   req.Surface,
+		Value:     req.Value,
+		Message:   req.Message,
+		Forwarding: Forwarding{
+			RequesterAgentName: req.RequesterAgentName,
+			RequesterSessionID: req.RequesterSessionID,
+		},
+		Payload: slices.Clone(req.Payload),
+	}
+	if sa := req.SessionApproval; sa != nil && len(sa.Grants) > 0 {
+		ev.SessionApproval = make([]Grant, len(sa.Grants))
+		for i, g := range sa.Grants {
+			ev.SessionApproval[i] = Grant{Surface: g.Surface, Pattern: g.Pattern}
+		}
+	}
+	if ai := req.AccessIntent; ai != nil {
+		ev.Access = projectAccess(ai)
+		if d.Cwd && ai.RequesterCwd != "" {
+			cwd := ai.RequesterCwd
+			ev.RequesterCwd = &cwd
+		}
+		if d.Principal {
+			ev.Principal = &Principal{SessionID: ai.Principal.SessionID, AgentName: ai.Principal.AgentName}
+		}
+	}
+	return ev
+}
+
+// projectAccess copies the child-fixed facts of ai and nothing else: its
+// RequesterCwd and Principal are provenance, disclosed separately.
+func projectAccess(ai *mailbox.AccessIntent) *AccessFacts {
+	facts := &AccessFacts{
+		Surface:     ai.Surface,
+		MatchValues: slices.Clone(ai.MatchValues),
+		Floor:       ai.Floor,
+	}
+	if ai.BoundaryValue != nil {
+		b := *ai.BoundaryValue
+		facts.BoundaryValue = &b
+	}
+	if len(ai.AskingUnits) > 0 {
+		facts.AskingUnits = make([]AskingUnit, len(ai.AskingUnits))
+		for i, u := range ai.AskingUnits {
+			facts.AskingUnits[i] = AskingUnit{Command: u.Command, Floor: u.Floor}
+		}
+	}
+	return facts
+}

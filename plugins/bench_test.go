@@ -1,0 +1,54 @@
+package plugins
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/rules"
+)
+
+// BenchmarkAuthorizeRoundTrip measures one plugin-resolved ask: the
+// supervisor's call into a real plugin process (gRPC over a unix socket
+// with mutual TLS) and back, and the same through Chain.Resolve (evidence
+// projection, envelope, decision; no review log). It reports p50 and p99.
+func BenchmarkAuthorizeRoundTrip(b *testing.B) {
+	members, errs := loadMembers(b.Context(), []rules.AuthorizerLink{spec("bench")}, nil, Options{})
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	c := chain.New(nil, members)
+	b.Cleanup(func() { c.Close() })
+	link := members[0].Link
+	ev := chain.Project(request("bash", "allow"), chain.Disclosure{})
+
+	report := func(b *testing.B, lat []time.Duration) {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+	b.Run("supervisor", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if v, err := link.Authorize(b.Context(), ev); err != nil || v.Kind != chain.Allow {
+				b.Fatal(v, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		report(b, lat)
+	})
+	b.Run("chain", func(b *testing.B) {
+		req := request("bash", "allow")
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if d, ok := c.Resolve(b.Context(), req); !ok || !d.Approved() {
+				b.Fatal(d, ok)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		report(b, lat)
+	})
+}

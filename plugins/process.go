@@ -1,0 +1,223 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/hashicorp/go-plugin/runner"
+)
+
+// Errors of a plugin binary that disable its link.
+var (
+	// ErrBinary: the path names nothing runnable (missing, not a regular
+	// file, not executable, writable by group or others).
+	ErrBinary = errors.New("unusable plugin binary")
+	// ErrChecksum: the binary's SHA-256 is not the pinned one.
+	ErrChecksum = errors.New("plugin binary checksum mismatch")
+)
+
+// minimalPath is the only PATH a plugin gets: enough to run system tools,
+// nothing from the broker's own PATH.
+const minimalPath = "PATH=/usr/local/bin:/usr/bin:/bin"
+
+// openVerified opens the binary at path, checks that it is a regular
+// executable file that only its owner may write, and that its SHA-256 is
+// want (hex), hashing with a fresh hash. The caller closes the file.
+func openVerified(path, want string) (*os.File, error) {
+	wantSum, err := hex.DecodeString(want)
+	if err != nil || len(wantSum) != sha256.Size {
+		return nil, fmt.Errorf("%w: pinned sha256 %q is not 64 hex digits", ErrChecksum, want)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBinary, err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %w", ErrBinary, err)
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%w: %s is not a regular file (%s)", ErrBinary, path, fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 == 0:
+		err = fmt.Errorf("%w: %s is not executable (%s)", ErrBinary, path, fi.Mode().Perm())
+	case fi.Mode().Perm()&0o022 != 0:
+		err = fmt.Errorf("%w: %s may be written by group or others (%s): anyone who can rewrite it decides asks", ErrBinary, path, fi.Mode().Perm())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
+	}
+	if got := h.Sum(nil); subtle.ConstantTimeCompare(got, wantSum) != 1 {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s has sha256 %x, the config pins %s", ErrChecksum, path, got, want)
+	}
+	return f, nil
+}
+
+// procRunner is the go-plugin runner for one plugin process. courier uses
+// its own runner rather than go-plugin's Cmd path because that path forces
+// the broker's stdin on the plugin, signals only the direct pid, and
+// checks the checksum of a path it then executes separately.
+type procRunner struct {
+	path   string // the configured binary, for names and messages
+	cmd    *exec.Cmd
+	bin    *os.File // the verified binary, executed through /proc/self/fd
+	stdout io.ReadCloser
+	stderr io.ReadCloser
+	fork   func(func() error) error
+
+	mu  sync.Mutex
+	pid int
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+// newProcRunner prepares the process for link spec. env is what go-plugin
+// put in its template command (cookie, versions, client certificate,
+// socket directory); tmp is the private directory go-plugin made for the
+// socket, which becomes the plugin's TMPDIR too.
+func newProcRunner(path, sum string, args, env []string, tmp string, fork func(func() error) error) (*procRunner, error) {
+	bin, err := openVerified(path, sum)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: execPath(bin, path),
+		Args: append([]string{path}, args...),
+		Env:  append([]string{minimalPath, "TMPDIR=" + tmp}, env...),
+		// A neutral working directory: a plugin must not depend on, or
+		// learn, where the broker runs.
+		Dir: "/",
+		// Stdin stays nil (/dev/null): the plugin reads nothing of ours.
+		SysProcAttr: sysProcAttr(),
+	}
+	if runtime.GOOS == "linux" {
+		cmd.ExtraFiles = []*os.File{bin}
+	}
+	r := &procRunner{path: path, cmd: cmd, bin: bin, fork: fork}
+	if r.stdout, err = cmd.StdoutPipe(); err == nil {
+		r.stderr, err = cmd.StderrPipe()
+	}
+	if err != nil {
+		bin.Close()
+		return nil, fmt.Errorf("plugin %s: pipes: %w", path, err)
+	}
+	return r, nil
+}
+
+// Start starts the process on the supervisor's forking thread (see
+// forker), then drops the broker's handle on the binary.
+func (r *procRunner) Start(context.Context) error {
+	defer r.bin.Close()
+	if err := r.fork(r.cmd.Start); err != nil {
+		return fmt.Errorf("start plugin %s: %w", r.path, err)
+	}
+	r.mu.Lock()
+	r.pid = r.cmd.Process.Pid
+	r.mu.Unlock()
+	return nil
+}
+
+// Wait waits for the process to exit.
+func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+
+// Kill kills the plugin's whole process group, so helpers it started die
+// with it, then the process itself. Killing twice is harmless.
+func (r *procRunner) Kill(context.Context) error {
+	r.mu.Lock()
+	pid := r.pid
+	r.mu.Unlock()
+	if pid <= 0 {
+		return nil
+	}
+	killGroup(pid)
+	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill plugin %s: %w", r.path, err)
+	}
+	return nil
+}
+
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *procRunner) Name() string          { return r.path }
+
+// ID is the pid, empty before Start: go-plugin's Kill does nothing for an
+// empty ID.
+func (r *procRunner) ID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(r.pid)
+}
+
+// Diagnose is appended to go-plugin's "Unrecognized remote plugin
+// message" error.
+func (r *procRunner) Diagnose(context.Context) string {
+	return "a courier plugin must print go-plugin's handshake line first and nothing before it (call sdk.Serve before writing to stdout)"
+}
+
+func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+// forker runs process starts on one OS thread that lives as long as its
+// supervisor. Linux delivers Pdeathsig when the thread that forked a child
+// exits, not the process; an ordinary goroutine may fork from any thread,
+// and a thread can go away under the broker. A locked thread that exits
+// only at Close makes the signal mean what it should: the plugin dies when
+// its supervisor (or the broker) does.
+type forker struct {
+	jobs chan func()
+	done chan struct{}
+}
+
+func newForker() *forker {
+	f := &forker{jobs: make(chan func()), done: make(chan struct{})}
+	go func() {
+		// Never unlocked: the thread exits with the goroutine.
+		runtime.LockOSThread()
+		defer close(f.done)
+		for job := range f.jobs {
+			job()
+		}
+	}()
+	return f
+}
+
+// do runs start on the forking thread.
+func (f *forker) do(start func() error) error {
+	errc := make(chan error, 1)
+	f.jobs <- func() { errc <- start() }
+	return <-errc
+}
+
+// stop ends the thread; plugins it started receive their death signal.
+func (f *forker) stop() {
+	close(f.jobs)
+	<-f.done
+}
+
+// signalGroup is kill(2) on a process group.
+func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, sig) }

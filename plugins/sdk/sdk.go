@@ -1,0 +1,75 @@
+// Package sdk serves a Go authorizer as a courier plugin. A plugin's main
+// is one call:
+//
+//	func main() {
+//		sdk.Serve(myAuthorizer{})
+//	}
+//
+// where myAuthorizer implements [Authorizer]: it receives the evidence of
+// one permission ask ([chain.Evidence]) and returns allow, deny with a
+// reason, or defer ([chain.Verdict]). It may also implement
+// [protocol.Describer] to name itself and [protocol.HealthChecker].
+//
+// # Rules for a plugin binary
+//
+//   - Write nothing to stdout before Serve: the broker reads the first line
+//     of stdout as the go-plugin handshake and refuses the plugin otherwise.
+//     After Serve, stdout and stderr are forwarded to the broker's
+//     diagnostic log, capped.
+//   - Log to stderr; Serve's own logger writes hclog JSON lines there.
+//   - Take settings from flags (the operator writes them as "args" in the
+//     link's config) or from a file they name. The plugin runs with a
+//     minimal environment (PATH and TMPDIR), working directory "/", and
+//     empty stdin.
+//   - Honour ctx in Authorize: the broker cancels it at the link's deadline
+//     and counts a late answer as a failure.
+//   - A panic in Authorize is recovered and reported as a failure, which
+//     makes the broker restart the process.
+//
+// The broker decides what a verdict may do: an allow on a path or
+// external_directory ask is capped to defer, an allow never grants for the
+// session, and a failure never allows. See package chain.
+package sdk
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/plugins/protocol"
+)
+
+// Authorizer is what a plugin implements; see protocol.Authorizer.
+type Authorizer = protocol.Authorizer
+
+// Serve serves a as a courier authorizer plugin and returns when the broker
+// shuts it down. Run directly, not by a broker, it prints a hint to stderr
+// and exits with status 1.
+func Serve(a Authorizer) {
+	name := filepath.Base(os.Args[0])
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: protocol.Handshake,
+		Plugins:         plugin.PluginSet{protocol.PluginName: &protocol.GRPCPlugin{Impl: a, Name: name}},
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Name:       name,
+			Level:      hclog.Info,
+			Output:     os.Stderr,
+			JSONFormat: true,
+		}),
+	})
+}
+
+// Verdict constructors, so that a plugin reads as its policy.
+
+// Allow approves the ask once.
+func Allow() chain.Verdict { return chain.Verdict{Kind: chain.Allow} }
+
+// Deny refuses the ask; reason reaches the child agent, so make it teach.
+func Deny(reason string) chain.Verdict { return chain.Verdict{Kind: chain.Deny, Reason: reason} }
+
+// Defer passes the ask on to the next link, then the terminal.
+func Defer() chain.Verdict { return chain.Verdict{Kind: chain.Defer} }
