@@ -26,6 +26,13 @@ type Config struct {
 	Agents map[string]Permission
 	// YoloMode turns every `ask` rule into an `allow` (denies stay).
 	YoloMode bool
+	// LegacyBashDisplayMatch is an operator opt-in (off by default) for
+	// the approval fatigue of pi 20.x children, whose requests carry no
+	// access facts and so always reach the chain and the terminal: such a
+	// request on the bash surface is resolved against the rules by its
+	// display value, the way a 20.x parent does. Never for path surfaces,
+	// whose values depend on the child's working directory.
+	LegacyBashDisplayMatch bool
 	// ForwardingTimeout is `forwardingTimeoutMs`: how long a child waits
 	// for an answer.
 	ForwardingTimeout time.Duration

@@ -51,13 +51,14 @@ var topLevelKeys = []struct {
 		c.Agents = p.agents(path)
 	}},
 	{"yoloMode", func(p *parser, c *Config, path string) {
-		tok, at := p.scalar(path)
-		b, ok := tok.(bool)
-		if !ok {
-			p.fail(at, path, "expected true or false, got "+describe(tok))
-			return
+		if b, ok := p.boolean(path); ok {
+			c.YoloMode = b
 		}
-		c.YoloMode = b
+	}},
+	{"legacyBashDisplayMatch", func(p *parser, c *Config, path string) {
+		if b, ok := p.boolean(path); ok {
+			c.LegacyBashDisplayMatch = b
+		}
 	}},
 	{"forwardingTimeoutMs", func(p *parser, c *Config, path string) {
 		if ms, ok := p.integer(path, 1, "milliseconds"); ok {
@@ -77,6 +78,16 @@ var topLevelKeys = []struct {
 	{"authorizerChain", func(p *parser, c *Config, path string) {
 		c.AuthorizerChain = p.authorizerChain(path)
 	}},
+}
+
+// boolean reads a value that must be true or false.
+func (p *parser) boolean(path string) (bool, bool) {
+	tok, at := p.scalar(path)
+	b, ok := tok.(bool)
+	if !ok {
+		p.fail(at, path, "expected true or false, got "+describe(tok))
+	}
+	return b, ok
 }
 
 // maxInteger bounds the integer knobs: JavaScript timers hold at most

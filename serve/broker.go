@@ -19,6 +19,11 @@ import (
 	"github.com/seed6639df8c/courier/rules"
 )
 
+// DisplayValueOrigin prefixes the origin of a rule decision reached by
+// matching a pi 20.x request's display value (LegacyBashDisplayMatch),
+// e.g. "display_value/global".
+const DisplayValueOrigin = "display_value"
+
 // ReasonSessionEnded answers the requests still pending when the broker
 // stops (pi's sentence for asks released at session shutdown).
 const ReasonSessionEnded = "The session ended before this permission request was answered"
@@ -66,6 +71,10 @@ type Broker struct {
 	ForwardingTimeout time.Duration
 	// PromptTimeout bounds how long the terminal may take; 0 is no limit.
 	PromptTimeout time.Duration
+	// LegacyBashDisplayMatch resolves a bash request without access facts
+	// (a pi 20.x child's) by its display value, as a 20.x parent does; see
+	// rules.Config.LegacyBashDisplayMatch.
+	LegacyBashDisplayMatch bool
 	// SweepInterval, Workers: 0 means the defaults.
 	SweepInterval time.Duration
 	Workers       int
@@ -468,17 +477,31 @@ func (b *Broker) orphaned(req mailbox.Request) string {
 // recordedAuthority is SPEC §4 step 1: the rules and session grants, only
 // for a request that carries the child-fixed facts.
 func (b *Broker) recordedAuthority(req mailbox.Request, path string) (decision.Decision, bool) {
-	if req.AccessIntent == nil {
+	var (
+		rd rules.Decision
+		by func() provenance.Source
+	)
+	switch {
+	case req.AccessIntent != nil:
+		rd = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+		by = rd.DecidedBy
+	case b.LegacyBashDisplayMatch && req.Surface == "bash" && req.Value != "":
+		// The display value is what a 20.x child shows, not facts it
+		// fixed: say so in the provenance.
+		rd = b.Policy.Resolve(rules.Query{Surface: "bash", MatchValues: []string{req.Value}})
+		by = func() provenance.Source {
+			return provenance.Rule{Surface: "bash", Pattern: rd.Pattern, Origin: provenance.Str(DisplayValueOrigin + "/" + string(rd.Origin))}
+		}
+	default:
 		return decision.Decision{}, false
 	}
-	rd := b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
 	var d decision.Decision
 	var event string
 	switch rd.Action {
 	case rules.Allow:
-		d, event = decision.Allow(rd.DecidedBy()), reviewlog.ForwardedAutoApproved
+		d, event = decision.Allow(by()), reviewlog.ForwardedAutoApproved
 	case rules.Deny:
-		d, event = decision.Deny(rd.Reason, rd.DecidedBy()), reviewlog.ForwardedAutoDenied
+		d, event = decision.Deny(rd.Reason, by()), reviewlog.ForwardedAutoDenied
 	default:
 		return decision.Decision{}, false
 	}

@@ -64,6 +64,12 @@ func newFixture(t *testing.T, term Terminal) *fixture {
 
 func newFixtureAt(t *testing.T, layout mailbox.Layout, term Terminal) *fixture {
 	t.Helper()
+	return newFixtureWith(t, layout, term, nil)
+}
+
+// newFixtureWith lets a test set Broker fields before Run starts.
+func newFixtureWith(t *testing.T, layout mailbox.Layout, term Terminal, configure func(*Broker)) *fixture {
+	t.Helper()
 	cfg, err := rules.Parse("test.json", []byte(testConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +90,9 @@ func newFixtureAt(t *testing.T, layout mailbox.Layout, term Terminal) *fixture {
 		Layout: layout, Session: "parent", Policy: policy, Terminal: term, Journal: journal,
 		SweepInterval: 20 * time.Millisecond,
 		OnError:       func(err error) { t.Logf("broker: %v", err) },
+	}
+	if configure != nil {
+		configure(f.broker)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel

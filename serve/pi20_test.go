@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -131,5 +132,31 @@ func waitFor(t *testing.T, path string) {
 	defer w.Close()
 	if err := w.Wait(ctx); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// With the operator's opt-in, a 20.x bash request is resolved by the rules
+// on its display value, and the provenance says so; path requests never.
+func TestLegacyBashDisplayMatch(t *testing.T) {
+	term := newHeldTerminal()
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, func(b *Broker) { b.LegacyBashDisplayMatch = true })
+	old := func(surface, value string) mailbox.Request {
+		r := ask(t, value)
+		r.AccessIntent = nil
+		r.Surface = surface
+		return r
+	}
+	d := f.client().Forward(t.Context(), old("bash", "npm install left-pad"))
+	rule, ok := provenance.Effective(d.DecidedBy).(provenance.Rule)
+	if d.State != decision.StateDeniedWithReason || !ok || *rule.Origin != "display_value/global" || *rule.Pattern != "npm *" {
+		t.Fatalf("bash by display value: %+v (%#v)", d, d.DecidedBy)
+	}
+	if d := f.client().Forward(t.Context(), old("bash", "git status")); !d.Approved() {
+		t.Errorf("allowed command: %+v", d)
+	}
+	// A path surface still floors to the terminal.
+	go func() { <-term.asked; term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaTerminal}) }()
+	if d := f.client().Forward(t.Context(), old("read", "/etc/hosts")); !reflect.DeepEqual(provenance.Effective(d.DecidedBy), provenance.User{Via: provenance.ViaTerminal}) {
+		t.Errorf("path request: %+v", d)
 	}
 }

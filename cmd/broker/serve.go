@@ -140,7 +140,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		Log: review, Journal: journal, Chain: links,
 		Watch:             watchOpts,
 		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
-		OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
+		LegacyBashDisplayMatch: cfg.LegacyBashDisplayMatch,
+		OnError:                func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
 	}
 	source := cfg.Source
 	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
