@@ -21,7 +21,7 @@ root="$PI_CODING_AGENT_DIR/sessions/permission-forwarding"
 log="$work/review.jsonl"
 
 say() {
-	if [ -t 1 ]; then printf '\n\033[1m%s\033[0m\n' "$*"; else printf '\n## %s\n' "$*"; fi
+	if [ -t 1 ]; then printf '\n\033[1m%s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi
 }
 # show prints a command line the way a user would type it, the temp dir
 # written as $DEMO.
