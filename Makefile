@@ -19,6 +19,7 @@ FUZZ_TARGETS := \
 	./rules:FuzzMatch \
 	./rules:FuzzParse \
 	./rules:FuzzDecodeSnapshot \
+	./prompt:FuzzClean \
 	./chain:FuzzCleanReason \
 	./plugins:FuzzPluginOutput
 

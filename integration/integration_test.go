@@ -21,6 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"fakeparent": fakeParentMain,
+		"tmuxrun":    tmuxRunMain,
 	})
 }
 
@@ -73,6 +74,11 @@ func TestScripts(t *testing.T) {
 			"waitfile":  cmdWaitFile,
 			"waitcount": cmdWaitCount,
 			"askmany":   cmdAskMany,
+			// The operator's prompt in a real terminal (tmux_test.go).
+			"tmux-start": cmdTmuxStart,
+			"tmux-wait":  cmdTmuxWait,
+			"tmux-send":  cmdTmuxSend,
+			"tmux-exit":  cmdTmuxExit,
 		},
 	})
 }

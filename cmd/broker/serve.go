@@ -27,13 +27,15 @@ forwards is resolved against the rules and session grants (only asks that
 carry the child's access facts), then the authorizer chain, then the
 terminal, and answered with who decided.
 
-Until SIGINT or SIGTERM: then every pending ask is answered "unavailable"
+Until SIGINT, SIGTERM or SIGHUP: then every pending ask is answered "unavailable"
 (the session ended), the heartbeat is withdrawn, and the broker exits 0.
 
 Terminals:
   deny    nobody is at this broker: asks that reach the terminal are
           "unavailable", never a user's denial (the default)
-  tty     a human at this terminal (not implemented yet)
+  tty     a human at this terminal: one prompt at a time, a count of those
+          waiting; y once, s for this session (then: this subagent only or
+          the whole session), n no, r no with a reason
   relay   this broker's session is itself a subagent's: forward to its own
           parent (--parent) and relay the answer down; runs no plugin links
 

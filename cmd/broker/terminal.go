@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/prompt"
 	"github.com/seed6639df8c/courier/relay"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/serve"
@@ -48,7 +49,20 @@ func newTerminal(spec terminalSpec) (openTerminal, error) {
 		}
 		return openTerminal{Terminal: &relay.Terminal{Client: client, Session: spec.session, Parent: parent}, close: func() {}}, nil
 	case "tty":
-		return openTerminal{}, fmt.Errorf("--terminal %s is not implemented yet; use --terminal deny", spec.kind)
+		return openPrompt(spec)
 	}
 	return openTerminal{}, fmt.Errorf("--terminal %q: expected deny, tty or relay", spec.kind)
+}
+
+// openPrompt puts the operator's prompt on this terminal (--terminal tty).
+func openPrompt(spec terminalSpec) (openTerminal, error) {
+	p, err := prompt.Open(os.Stdin, prompt.Options{Session: spec.session})
+	if err != nil {
+		return openTerminal{}, fmt.Errorf("--terminal tty: %w; run the broker in a terminal (tmux, ssh -t), or use --terminal deny", err)
+	}
+	return openTerminal{Terminal: p, close: func() {
+		if err := p.Close(); err != nil {
+			fmt.Fprintf(spec.stderr, "broker: %v\n", err)
+		}
+	}}, nil
 }

@@ -1,0 +1,67 @@
+// Package prompt is the operator's prompt at the broker (`broker serve
+// --terminal tty`): a [serve.Terminal] that shows each ask the rules and
+// the authorizer chain left open to the human at the broker's terminal, and
+// returns the human's answer.
+//
+// # What the operator sees
+//
+// An ask shows who asks (agent and session), the surface, the command or
+// path (wrapped, and when cut, saying how long it was), the match values
+// when they differ from the displayed value, the child's working
+// directory, why it reached a human (the rule that said ask, a child floor,
+// the bash units that asked, or "no access facts: an older child"), the
+// child's prompt message, the evidence of its payload, and the grant a
+// session answer would record. On a short terminal the context goes first
+// and the command, the grant and the answers stay.
+//
+// # Answers
+//
+// As pi's dialog, with one key each, or ↑/↓ and enter:
+//
+//	y  yes, once                    approved
+//	s  yes, for this session        with grants: the scope choice below; without: approved_for_session
+//	n  no                           denied
+//	r  no, with a reason            denied_with_reason; the typed reason must not be blank
+//
+// "Yes, for this session" on an ask that carries the child's grant
+// suggestion (sessionApproval) opens a second choice that shows the exact
+// patterns (seed 002): 1, this subagent only (first, the default, and what
+// Esc picks) is approved_for_session, which the child records; 2, the whole
+// session is approved_for_serving_session, which the broker records and
+// writes as plain approved. An ask without grants has nothing to scope, so
+// "yes, for this session" is approved_for_session at once, as in pi: the
+// child records the grant it derives itself. Esc on the first choice
+// decides nothing; in the reason it goes back.
+//
+// Every answer is decided by {kind: user, via: terminal}.
+//
+// # Several asks
+//
+// Decide may be called from many goroutines at once; it never waits for
+// the terminal, only for its own answer. Asks are shown one at a time, in
+// arrival order, with the count of those waiting. When an ask's context
+// ends (its child gave up, the prompt timeout passed, the broker is
+// stopping) it leaves the queue at once; if it was on screen, the next one
+// shows from its start and a notice says why the other left. Keys pressed
+// in the first moments of a new ask (DefaultArmDelay) are ignored, and
+// the footer says so: a double press, or a key aimed at an ask that
+// vanished, never answers the next one.
+//
+// # The terminal
+//
+// Open requires stdin to be a terminal, then opens /dev/tty on its own,
+// puts it in a mode without echo or line editing (output processing and
+// Ctrl-C are kept: Ctrl-C stops the broker as usual) and draws the prompt
+// on the bottom lines of the screen, below a scrolling region that holds
+// everything else written to the terminal, the broker's stderr included;
+// see screen for why that keeps diagnostics from corrupting the prompt.
+// Close restores the terminal. Only plain VT100/xterm sequences are used,
+// so it works in tmux, screen and over ssh (-t).
+//
+// # Untrusted text
+//
+// Every string a request carries comes from a child and may be hostile.
+// All of it goes through [Clean] before it reaches the screen: controls,
+// escape sequences, bidirectional overrides and invalid UTF-8 are shown
+// escaped, and lengths are capped.
+package prompt

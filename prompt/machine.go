@@ -1,0 +1,294 @@
+package prompt
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/serve"
+)
+
+// maxReason caps the typed denial reason, in characters.
+const maxReason = 500
+
+// stage is where the operator is in answering the ask at the head.
+type stage int
+
+const (
+	// stageChoose is pi's four-option dialog.
+	stageChoose stage = iota
+	// stageScope is the second choice after "yes, for this session" on an
+	// ask that carries grants: this subagent only, or the whole session.
+	stageScope
+	// stageReason is typing the reason of a denial.
+	stageReason
+)
+
+// option is one answer of a choice: its key and its label.
+type option struct {
+	key   rune
+	label string
+}
+
+// The four answers, in pi's order.
+const (
+	optOnce = iota
+	optSession
+	optDeny
+	optReason
+)
+
+var answers = [...]option{
+	optOnce:    {'y', "Yes, once"},
+	optSession: {'s', "Yes, for this session"},
+	optDeny:    {'n', "No"},
+	optReason:  {'r', "No, with a reason"},
+}
+
+// The two scopes of a session grant; the subagent is first, the default.
+const (
+	scopeSubagent = iota
+	scopeWhole
+)
+
+func scopeLabels(agent string) [2]option {
+	return [2]option{
+		scopeSubagent: {'1', fmt.Sprintf("This subagent ('%s') only", agent)},
+		scopeWhole:    {'2', "The whole session (parent + all subagents)"},
+	}
+}
+
+// byTerminal is the decider of every answer given at this prompt.
+var byTerminal = provenance.User{Via: provenance.ViaTerminal}
+
+// forSubagent is "yes, for this session" scoped to the asking subagent:
+// the child records the grant, at the proven width (the least privilege,
+// and what the operator was shown), stated rather than left implicit.
+var forSubagent = decision.Decision{
+	State: decision.StateApprovedForSession, DecidedBy: byTerminal, SessionGrantWidth: mailbox.GrantProven,
+}
+
+// entry is one ask waiting for the operator.
+type entry struct {
+	ask  serve.Ask
+	view view
+	// answer receives the operator's decision, once; it is buffered so the
+	// prompt never waits for the asker.
+	answer chan decision.Decision
+}
+
+func newEntry(ask serve.Ask) *entry {
+	return &entry{ask: ask, view: describe(ask), answer: make(chan decision.Decision, 1)}
+}
+
+// grantable reports whether "yes, for this session" offers the scope
+// choice: only when the child said what a session grant would record.
+func (e *entry) grantable() bool {
+	return e.ask.Request.SessionApproval != nil && len(e.ask.Request.SessionApproval.Grants) > 0
+}
+
+// machine is the prompt's state: the queue of asks and where the operator
+// is in answering the first. It is pure (no I/O, no clock of its own, no
+// goroutines), so every key sequence can be tested without a terminal.
+type machine struct {
+	// queue holds the asks in arrival order; the first is on screen.
+	queue []*entry
+	stage stage
+	// cursor is the highlighted option of the current choice.
+	cursor int
+	// reason is the denial reason typed so far.
+	reason []rune
+	// notice is a one-line message for the operator (a key that was
+	// ignored, a reason that is required, an ask that left the queue),
+	// shown until the next key press.
+	notice string
+	// armDelay is how long keys are ignored after a new ask appears, so
+	// that a key meant for the previous ask (a double press, or an ask
+	// that disappeared under the operator's finger) never answers this one.
+	armDelay time.Duration
+	// armedAt is when keys start to count for the ask on screen.
+	armedAt time.Time
+	// answered counts the operator's answers, for the idle line.
+	answered int
+}
+
+func (m *machine) head() *entry {
+	if len(m.queue) == 0 {
+		return nil
+	}
+	return m.queue[0]
+}
+
+// waiting is how many asks wait behind the one on screen.
+func (m *machine) waiting() int {
+	if len(m.queue) == 0 {
+		return 0
+	}
+	return len(m.queue) - 1
+}
+
+// armed reports whether keys count at now.
+func (m *machine) armed(now time.Time) bool {
+	return !now.Before(m.armedAt)
+}
+
+// push queues an ask; if nothing was on screen, it is shown at once.
+func (m *machine) push(e *entry, now time.Time) {
+	m.queue = append(m.queue, e)
+	if len(m.queue) == 1 {
+		m.show(now)
+	}
+}
+
+// show resets the dialog for a new ask at the head.
+func (m *machine) show(now time.Time) {
+	m.stage, m.cursor, m.reason = stageChoose, 0, nil
+	m.armedAt = now.Add(m.armDelay)
+}
+
+// withdraw takes an ask out of the queue without an answer (its requester
+// gave up, the prompt timed out); why says so to the operator if it was on
+// screen. It reports whether the ask was still queued.
+func (m *machine) withdraw(e *entry, why string, now time.Time) bool {
+	for i, q := range m.queue {
+		if q != e {
+			continue
+		}
+		m.queue = append(m.queue[:i], m.queue[i+1:]...)
+		if i == 0 {
+			m.notice = fmt.Sprintf("the ask from %s left the queue: %s", e.view.summary, why)
+			if len(m.queue) > 0 {
+				m.show(now)
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// press applies one key. When it answers the ask on screen, it returns
+// that ask and the decision, the ask has left the queue and the next one
+// is on screen.
+func (m *machine) press(k key, now time.Time) (*entry, decision.Decision, bool) {
+	e := m.head()
+	if e == nil {
+		return nil, decision.Decision{}, false
+	}
+	if !m.armed(now) {
+		m.notice = "ignored a key pressed as this ask appeared"
+		return nil, decision.Decision{}, false
+	}
+	m.notice = ""
+	var d decision.Decision
+	var done bool
+	switch m.stage {
+	case stageChoose:
+		d, done = m.pressChoose(k, e)
+	case stageScope:
+		d, done = m.pressScope(k)
+	case stageReason:
+		d, done = m.pressReason(k)
+	}
+	if !done {
+		return nil, decision.Decision{}, false
+	}
+	m.queue = m.queue[1:]
+	m.answered++
+	if len(m.queue) > 0 {
+		m.show(now)
+	}
+	return e, d, true
+}
+
+func (m *machine) pressChoose(k key, e *entry) (decision.Decision, bool) {
+	pick := -1
+	switch k.Code {
+	case keyUp:
+		m.cursor = (m.cursor + len(answers) - 1) % len(answers)
+	case keyDown:
+		m.cursor = (m.cursor + 1) % len(answers)
+	case keyEnter:
+		pick = m.cursor
+	case keyEsc:
+		m.notice = "choose an answer: y, s, n or r (or move with ↑/↓ and press enter)"
+	case keyRune:
+		for i, a := range answers {
+			if unicode.ToLower(k.Rune) == a.key {
+				pick = i
+			}
+		}
+	}
+	switch pick {
+	case optOnce:
+		return decision.Allow(byTerminal), true
+	case optSession:
+		if !e.grantable() {
+			// Nothing to scope: pi offers no second choice and the child
+			// records its own grant.
+			return forSubagent, true
+		}
+		m.stage, m.cursor = stageScope, scopeSubagent
+	case optDeny:
+		return decision.Deny("", byTerminal), true
+	case optReason:
+		m.stage, m.reason = stageReason, nil
+	}
+	return decision.Decision{}, false
+}
+
+func (m *machine) pressScope(k key) (decision.Decision, bool) {
+	pick := -1
+	switch k.Code {
+	case keyUp, keyDown:
+		m.cursor = 1 - m.cursor
+	case keyEnter:
+		pick = m.cursor
+	case keyEsc:
+		// Cancelling the scope choice is the least privilege: this
+		// subagent only (seed 002).
+		pick = scopeSubagent
+	case keyRune:
+		switch k.Rune {
+		case '1':
+			pick = scopeSubagent
+		case '2':
+			pick = scopeWhole
+		}
+	}
+	switch pick {
+	case scopeSubagent:
+		return forSubagent, true
+	case scopeWhole:
+		return decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: byTerminal}, true
+	}
+	return decision.Decision{}, false
+}
+
+func (m *machine) pressReason(k key) (decision.Decision, bool) {
+	switch k.Code {
+	case keyEsc:
+		m.stage, m.cursor, m.reason = stageChoose, optReason, nil
+	case keyBackspace:
+		if len(m.reason) > 0 {
+			m.reason = m.reason[:len(m.reason)-1]
+		}
+	case keyKillLine:
+		m.reason = nil
+	case keyEnter:
+		reason := strings.TrimSpace(string(m.reason))
+		if reason == "" {
+			m.notice = "a reason is required (esc goes back)"
+			return decision.Decision{}, false
+		}
+		return decision.Deny(reason, byTerminal), true
+	case keyRune:
+		if len(m.reason) < maxReason && (k.Rune == ' ' || unicode.IsPrint(k.Rune)) && !unicode.Is(unicode.Cf, k.Rune) {
+			m.reason = append(m.reason, k.Rune)
+		}
+	}
+	return decision.Decision{}, false
+}

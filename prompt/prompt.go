@@ -1,0 +1,284 @@
+package prompt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/serve"
+)
+
+// DefaultArmDelay is how long keys are ignored after a new ask appears on
+// screen. It is long enough to swallow a double press or a key aimed at
+// an ask that vanished, short enough not to be noticed.
+const DefaultArmDelay = 300 * time.Millisecond
+
+// escWait is how long a lone ESC waits for the rest of an escape sequence
+// before it counts as the Escape key (vim's ttimeoutlen is 100 ms; a
+// sequence split by ssh arrives within a few).
+const escWait = 40 * time.Millisecond
+
+// ReasonClosed answers an ask still queued when the prompt closes.
+const ReasonClosed = "The operator's prompt closed before this permission request was answered"
+
+// Options configure a Prompt.
+type Options struct {
+	// Session is the serving session id, shown on the idle line.
+	Session string
+	// ArmDelay overrides DefaultArmDelay; negative means no delay.
+	ArmDelay time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// device is the terminal the prompt runs on.
+type device interface {
+	io.Reader
+	io.Writer
+	// size returns the terminal's columns and rows.
+	size() (cols, rows int, err error)
+	// resized delivers a value when the terminal's size changed; nil
+	// when the device cannot tell.
+	resized() <-chan os.Signal
+	// close restores the terminal and makes a blocked Read return.
+	close() error
+}
+
+// Prompt is the operator's terminal: a serve.Terminal that asks the human
+// at the broker. Decide may be called from any number of goroutines; their
+// asks queue and are shown one at a time, in order.
+type Prompt struct {
+	dev      device
+	session  string
+	now      func() time.Time
+	input    chan []byte
+	wake     chan struct{}
+	stop     chan struct{}
+	loopDone chan struct{}
+	readDone chan struct{}
+	once     sync.Once
+	closeErr error
+
+	mu     sync.Mutex
+	m      machine
+	closed bool
+	scr    screen // only the loop and Close touch it
+}
+
+var _ serve.Terminal = (*Prompt)(nil)
+
+// ErrNoTerminal means there is no terminal for the prompt: standard input
+// is not one, or the process has no controlling terminal (/dev/tty).
+var ErrNoTerminal = errors.New("no terminal attached")
+
+// Open takes over the controlling terminal for the prompt: stdin must be a
+// terminal (a broker whose stdin is a pipe or a file runs unattended) and
+// /dev/tty must open. The prompt reads keys from /dev/tty in its own mode
+// (no echo, no line editing; Ctrl-C still interrupts the broker) and draws
+// on its bottom lines; Close gives the terminal back as it was.
+func Open(stdin *os.File, opts Options) (*Prompt, error) {
+	dev, err := openTTY(stdin)
+	if err != nil {
+		return nil, err
+	}
+	return start(dev, opts), nil
+}
+
+// start runs a prompt on dev: it draws the idle frame before returning, so
+// that the frame's lines are reserved before anything else is written.
+func start(dev device, opts Options) *Prompt {
+	p := &Prompt{
+		dev: dev, session: Clean(opts.Session, capShort), now: opts.Now,
+		input: make(chan []byte), wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		loopDone: make(chan struct{}), readDone: make(chan struct{}),
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	switch {
+	case opts.ArmDelay > 0:
+		p.m.armDelay = opts.ArmDelay
+	case opts.ArmDelay == 0:
+		p.m.armDelay = DefaultArmDelay
+	}
+	p.redraw()
+	go p.read()
+	go p.loop()
+	return p
+}
+
+// Decide shows the ask once those before it are answered and returns the
+// operator's answer. When ctx ends first (the child gave up, the prompt
+// timed out, the broker is stopping) the ask leaves the screen and Decide
+// returns at once; the broker discards that return value.
+func (p *Prompt) Decide(ctx context.Context, ask serve.Ask) decision.Decision {
+	if ctx.Err() != nil {
+		return withdrawn(ctx)
+	}
+	e := newEntry(ask)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return decision.NobodyAnswered(ReasonClosed)
+	}
+	p.m.push(e, p.now())
+	p.mu.Unlock()
+	p.poke()
+	select {
+	case d := <-e.answer:
+		return d
+	case <-ctx.Done():
+		why := "withdrawn"
+		if cause := context.Cause(ctx); cause != nil {
+			why = Clean(cause.Error(), capLine)
+		}
+		p.mu.Lock()
+		p.m.withdraw(e, why, p.now())
+		p.mu.Unlock()
+		p.poke()
+		return withdrawn(ctx)
+	}
+}
+
+func withdrawn(ctx context.Context) decision.Decision {
+	return decision.NobodyAnswered(fmt.Sprintf("The ask left the operator's prompt unanswered: %v", context.Cause(ctx)))
+}
+
+// Close removes the prompt from the terminal and restores the terminal.
+// Asks still queued are answered "unavailable" (ReasonClosed). It waits
+// for the prompt's goroutines and is safe to call more than once.
+func (p *Prompt) Close() error {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		for _, e := range p.m.queue {
+			e.answer <- decision.NobodyAnswered(ReasonClosed)
+		}
+		p.m.queue = nil
+		p.mu.Unlock()
+		close(p.stop)
+		// Wait for the loop to stop drawing before writing the last bytes,
+		// so that nothing follows them; closing the device then ends the
+		// reader's blocked Read.
+		<-p.loopDone
+		_, werr := io.WriteString(p.dev, p.scr.clear())
+		cerr := p.dev.close()
+		<-p.readDone
+		if err := errors.Join(werr, cerr); err != nil {
+			p.closeErr = fmt.Errorf("prompt: restoring the terminal: %w", err)
+		}
+	})
+	return p.closeErr
+}
+
+// poke wakes the loop to redraw; it never blocks.
+func (p *Prompt) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// read passes the terminal's bytes to the loop until the device is closed
+// or the prompt stops.
+func (p *Prompt) read() {
+	defer close(p.readDone)
+	buf := make([]byte, 256)
+	for {
+		n, err := p.dev.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			select {
+			case p.input <- chunk:
+			case <-p.stop:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+	}
+}
+
+// loop owns the screen: it applies keys, redraws on every change, and
+// times the Escape key and the arming of a new ask.
+func (p *Prompt) loop() {
+	defer close(p.loopDone)
+	var dec decoder
+	escTimer := time.NewTimer(time.Hour)
+	escTimer.Stop()
+	armTimer := time.NewTimer(time.Hour)
+	armTimer.Stop()
+	defer escTimer.Stop()
+	defer armTimer.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		case <-p.dev.resized():
+		case <-armTimer.C:
+		case b := <-p.input:
+			keys, held := dec.feed(b)
+			if held {
+				escTimer.Reset(escWait)
+			}
+			p.apply(keys)
+		case <-escTimer.C:
+			p.apply(dec.flush())
+		}
+		if wait := p.redraw(); wait > 0 {
+			armTimer.Reset(wait)
+		}
+	}
+}
+
+// apply hands the keys to the machine and delivers the answers.
+func (p *Prompt) apply(keys []key) {
+	if len(keys) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		if e, d, ok := p.m.press(k, p.now()); ok {
+			e.answer <- d
+		}
+	}
+}
+
+// redraw draws the current frame if it changed. It returns how long until
+// the ask on screen arms (the footer changes then), or 0.
+func (p *Prompt) redraw() time.Duration {
+	cols, rows, err := p.dev.size()
+	if err != nil || cols < 1 || rows < 3 {
+		// No usable size: nothing sensible can be drawn until a resize.
+		return 0
+	}
+	p.mu.Lock()
+	now := p.now()
+	lines := p.m.frame(cols, rows-2, p.session, now)
+	var wait time.Duration
+	if p.m.head() != nil && !p.m.armed(now) {
+		wait = p.m.armedAt.Sub(now)
+	}
+	p.mu.Unlock()
+	if out := p.scr.draw(lines, cols, rows); out != "" {
+		if _, err := io.WriteString(p.dev, out); err != nil {
+			// Nothing to do but draw the whole frame again next time; the
+			// answers do not depend on the screen.
+			p.scr.last = ""
+		}
+	}
+	return wait
+}
