@@ -23,7 +23,7 @@ FUZZ_TARGETS := \
 	./chain:FuzzCleanReason \
 	./plugins:FuzzPluginOutput
 
-.PHONY: all build test fmt-check vet lint fuzz demo clean proto
+.PHONY: all build test test-deps fmt-check vet lint fuzz demo clean proto
 
 all: build
 
@@ -48,8 +48,14 @@ proto:
 		$$(cd $(PROTO_DIR) && find * -name '*.proto' | sort)
 
 ## test: gofmt check, go vet, and every test (integration/ included) with the race detector
-test: fmt-check vet
+test: fmt-check vet test-deps
 	$(GO) test -race -count=1 ./...
+
+# test-deps installs what the end-to-end tests drive besides our binaries:
+# tmux, for the operator prompt's scripts (they skip without it).
+test-deps:
+	@command -v tmux >/dev/null 2>&1 || { echo "tmux missing: installing Debian's tmux for the prompt tests"; \
+		(apt-get update -qq && apt-get install -y -qq tmux) || echo "could not install tmux: the tty scripts will be skipped"; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
