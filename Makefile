@@ -12,6 +12,7 @@ FUZZ_TARGETS := \
 	./mailbox:FuzzDecodeRequest \
 	./mailbox:FuzzDecodeResponse \
 	./mailbox:FuzzDecodeHeartbeat \
+	./mailbox:FuzzResponseBinding \
 	./audit:FuzzCensus \
 	./internal/strictjson:FuzzFoldKey \
 	./mailbox:FuzzEscapeSessionID \
@@ -23,7 +24,28 @@ FUZZ_TARGETS := \
 	./chain:FuzzCleanReason \
 	./plugins:FuzzPluginOutput
 
-.PHONY: all build test test-deps fmt-check vet lint fuzz demo clean proto
+# The decoders of everything a mailbox peer or the operator writes (request,
+# response and its binding, heartbeat, decidedBy, config): `make test` fuzzes
+# each briefly, beyond the seed corpus every `go test` runs. The budgets are
+# execution counts (about 2 s each here), not durations: a -fuzztime
+# duration can fail with a bare "context deadline exceeded" and no crasher
+# on a loaded machine (golang/go#75804, not fixed in Go 1.26). Set
+# FUZZTIME_SHORT (e.g. 30s, or 100000x) to give every target that budget.
+FUZZ_SHORT_TARGETS := \
+	./mailbox:FuzzDecodeRequest:20000x \
+	./mailbox:FuzzDecodeResponse:30000x \
+	./mailbox:FuzzResponseBinding:50000x \
+	./mailbox:FuzzDecodeHeartbeat:50000x \
+	./provenance:FuzzDecode:100000x \
+	./rules:FuzzParse:500x
+FUZZTIME_SHORT ?=
+
+# The reliability campaigns (integration/reliability) append their figures
+# to $$COURIER_FIGURES, a file of each run's own under bin/; `make test` and
+# `make soak` print it at the end.
+SOAK_TIMEOUT ?= 60m
+
+.PHONY: all build test test-deps fmt-check vet lint fuzz fuzz-short soak demo clean proto
 
 all: build
 
@@ -47,9 +69,33 @@ proto:
 		--go-grpc_out=$(PROTO_OUT) --go-grpc_opt=paths=source_relative \
 		$$(cd $(PROTO_DIR) && find * -name '*.proto' | sort)
 
-## test: gofmt check, go vet, and every test (integration/ included) with the race detector
+## test: gofmt check, go vet, every test (integration/ included) with the race
+## detector, the short fuzz runs, then the reliability figures
 test: fmt-check vet test-deps
-	$(GO) test -race -count=1 ./...
+	@mkdir -p $(BIN); figures=$$(mktemp $(abspath $(BIN))/reliability-figures.XXXXXX); \
+	echo "COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./..."; \
+	COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./... && \
+	$(MAKE) --no-print-directory fuzz-short && \
+	{ echo "== reliability figures (fast campaigns; docs/RELIABILITY.md)"; cat $$figures; }; \
+	status=$$?; rm -f $$figures; exit $$status
+
+## fuzz-short: the decoders' fuzz targets, about 2 s each (or FUZZTIME_SHORT each)
+fuzz-short:
+	@set -e; for t in $(FUZZ_SHORT_TARGETS); do \
+		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$${rest#*:}; \
+		[ -z "$(FUZZTIME_SHORT)" ] || budget=$(FUZZTIME_SHORT); \
+		echo "fuzz $$pkg $$name for $$budget"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $$budget $$pkg; \
+	done
+
+## soak: the reliability campaigns at soak size (COURIER_SOAK=1): 240 broker
+## kills, 60 hostile rounds, 10 fault cycles... About 4 minutes on the 2-core
+## VM (docs/RELIABILITY.md); the figures are printed at the end
+soak:
+	@mkdir -p $(BIN); figures=$$(mktemp $(abspath $(BIN))/soak-figures.XXXXXX); \
+	echo "COURIER_SOAK=1 COURIER_FIGURES=$$figures $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestReliability$$' ./integration/reliability"; \
+	COURIER_SOAK=1 COURIER_FIGURES=$$figures $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestReliability$$' ./integration/reliability; \
+	status=$$?; echo "== reliability figures (soak campaigns; docs/RELIABILITY.md)"; cat $$figures; rm -f $$figures; exit $$status
 
 # test-deps installs what the end-to-end tests drive besides our binaries:
 # tmux, for the operator prompt's scripts (they skip without it).
@@ -79,6 +125,17 @@ fuzz:
 ## demo: a broker, a few asks through the child, and the audit (non-interactive)
 demo: build
 	@bash scripts/demo.sh $(BIN)
+
+## bench: real brokers on fresh mailbox roots (tmpfs and disk), driven
+## against the 250 ms polling baseline; under 5 minutes. Progress on
+## stderr, the table on stdout (its last line is the headline), the same
+## figures as JSON in BENCH_OUT. See BENCHMARKS.md and `go doc ./bench`.
+## The Go micro-benchmarks: go test -run '^$' -bench . -benchmem ./rules ./mailbox ./provenance
+BENCH_OUT ?= $(BIN)/bench-results.json
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: build
+	$(BIN)/courier-bench --bin $(BIN) --out $(BENCH_OUT) $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -45,7 +45,13 @@ func (f *fakeLink) Authorize(ctx context.Context, ev Evidence) (Verdict, error) 
 		select {
 		case <-f.block:
 		case <-ctx.Done():
-			return Verdict{}, ctx.Err()
+			select {
+			case <-f.block:
+				// Released too: select picked at random between two
+				// ready cases; the release came first.
+			default:
+				return Verdict{}, ctx.Err()
+			}
 		}
 	}
 	return f.verdict, f.err

@@ -16,4 +16,14 @@
 // The watch on responses/ is armed before the request is written, so the
 // answer cannot slip in between, and the wait is woken by inotify (or the
 // polling fallback), not by a 250 ms tick.
+//
+// # Only its own answer
+//
+// A response must be bound to the request bytes the child wrote
+// (mailbox.CheckBinding); an unbound one is accepted from a pi parent, and
+// refused once the parent's heartbeat announced bound answers. A refused
+// file (a plant, another request's answer, garbage) is not the end while
+// the request is still on disk: the child waits for the broker's answer to
+// be written over it. Once the request is gone (the broker answered) a
+// refusal is final: unavailable, never an approval.
 package forward

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
@@ -58,6 +60,11 @@ const (
 	reasonNotServingFmt  = "Session '%s' is not serving forwarded permission requests"
 	reasonNoAnswerFormat = "Session '%s' did not answer within %ss"
 )
+
+// ReasonNotBound is courier's own: the only answer there was bound to
+// another request (a copy of someone else's answer, or an answer to request
+// bytes that were replaced), or unbound where the parent binds every answer.
+const ReasonNotBound = "The parent session's permission response does not answer this request"
 
 // Client forwards asks through one mailbox root. The zero value of every
 // field but Layout is a sensible default.
@@ -136,6 +143,8 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "invalid request", "error": err.Error()})
 		return c.abandon(req, "", ReasonNotWritten)
 	}
+	// The answer must be bound to these very bytes (mailbox.CheckBinding).
+	digest := mailbox.RequestDigest(data)
 	if err := c.Layout.EnsureInbox(target); err != nil {
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "preparing the mailbox", "error": err.Error()})
 		return c.abandon(req, "", fmt.Sprintf(reasonDirsFormat, target))
@@ -171,8 +180,18 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 	grace := orDefault(c.Grace, DefaultGrace)
 	var unservedSince time.Time
+	// A courier broker announces in its heartbeat that it binds every
+	// answer; from then on an unbound answer is refused. The flag is
+	// sticky: a record rewritten without it later does not lower the bar.
+	insist := false
+	learnBinding := func(s mailbox.Serving) {
+		if s.State == mailbox.ServingAlive && s.Heartbeat.ResponseBinding == mailbox.BindingSHA256 {
+			insist = true
+		}
+	}
 	checkServing := func() (mailbox.Serving, bool) {
 		s, err := c.Layout.CheckServing(target, c.now())
+		learnBinding(s)
 		if err != nil || s.State == mailbox.ServingAlive {
 			unservedSince = time.Time{}
 			return s, true
@@ -184,20 +203,73 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 	if !c.NoHeartbeat {
 		checkServing()
+	} else if s, err := c.Layout.CheckServing(target, c.now()); err == nil {
+		learnBinding(s) // a courier parent, even when its liveness is not judged
+	}
+
+	// A refused file (see collect) is read again only once something
+	// changed: another file is there, or the request is gone.
+	pending := watch.Arrived() // nil once a file was refused
+	var (
+		recheck *time.Ticker
+		refused fileStamp
+	)
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
+	recheckC := func() <-chan time.Time {
+		if recheck == nil {
+			return nil
+		}
+		return recheck.C
+	}
+	answer := func() (decision.Decision, bool) {
+		d, done := c.collect(req, reqPath, respPath, digest, insist)
+		if !done {
+			pending, refused = nil, stampOf(respPath)
+			if recheck == nil {
+				recheck = time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
+			}
+		}
+		return d, done
+	}
+	worthReading := func() bool {
+		if pending != nil {
+			return arrived(watch)
+		}
+		if stampOf(respPath) != refused {
+			return true
+		}
+		_, err := os.Lstat(reqPath)
+		return errors.Is(err, os.ErrNotExist)
 	}
 
 	for {
 		select {
-		case <-watch.Arrived():
-			return c.collect(req, reqPath, respPath)
+		case <-pending:
+			if d, ok := answer(); ok {
+				return d
+			}
+		case <-recheckC():
+			if worthReading() {
+				if d, ok := answer(); ok {
+					return d
+				}
+			}
 		case <-ctx.Done():
-			if arrived(watch) {
-				return c.collect(req, reqPath, respPath)
+			if worthReading() {
+				if d, ok := answer(); ok {
+					return d
+				}
 			}
 			return c.abandon(req, reqPath, ReasonSessionEnded)
 		case <-deadline.C:
-			if arrived(watch) {
-				return c.collect(req, reqPath, respPath)
+			if worthReading() {
+				if d, ok := answer(); ok {
+					return d
+				}
 			}
 			c.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": fmt.Sprintf("Timed out waiting for forwarded permission response '%s'", respPath)})
 			reason := fmt.Sprintf(reasonNoAnswerFormat, target, seconds(timeout))
@@ -208,7 +280,7 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 			return c.abandon(req, reqPath, reason)
 		case <-liveness:
 			s, ok := checkServing()
-			if ok || arrived(watch) {
+			if ok || (pending != nil && arrived(watch)) {
 				continue
 			}
 			reason := fmt.Sprintf(reasonNotServingFmt, target)
@@ -236,19 +308,35 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Milliseconds())/1000, 'f', -1, 64)
 }
 
-// collect reads the answer, then deletes it and the request, in that order,
-// and nests the responder's decider. An unreadable answer is terminal: it
-// is not retried.
-func (c *Client) collect(req mailbox.Request, reqPath, respPath string) decision.Decision {
+// collect reads the answer at respPath and nests the responder's decider.
+// Once it accepts an answer it deletes the request, then the response: in
+// that order, a broker restarted in between never finds the request
+// without its answer, which it would answer a second time.
+//
+// A file is refused when it cannot be read or decoded, or when it does not
+// answer this request (mailbox.CheckBinding; insist once the parent's
+// heartbeat announced bound answers). While the request is still on disk
+// nobody has answered it, so a refused file is a plant or another
+// request's answer: collect returns done=false, and the caller waits for
+// the broker to write its answer over it. Once the request is gone the
+// broker has answered (it writes before it removes): the file is read once
+// more, and a refusal then is final: unavailable, as pi's unreadable answer.
+func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, insist bool) (d decision.Decision, done bool) {
 	target := req.TargetSessionID
-	data, readErr := mailbox.ReadFile(respPath)
-	var resp mailbox.Response
-	var dropped []*mailbox.FieldError
-	if readErr == nil {
-		resp, dropped, readErr = mailbox.DecodeResponse(data)
+	resp, dropped, readErr := readAnswer(req.ID, respPath, digest, insist)
+	if readErr != nil {
+		if _, err := os.Lstat(reqPath); err == nil {
+			c.log(reviewlog.ForwardingWarning, map[string]any{
+				"requestId": req.ID, "message": "Refused a forwarded permission response; waiting for the parent's own answer",
+				"responsePath": respPath, "error": readErr.Error(),
+			})
+			c.warn(fmt.Errorf("refused %s, waiting for the parent's own answer: %w", respPath, readErr))
+			return decision.Decision{}, false
+		}
+		resp, dropped, readErr = readAnswer(req.ID, respPath, digest, insist)
 	}
-	c.discard(respPath)
 	c.discard(reqPath)
+	c.discard(respPath)
 	// The inbox directories stay: a live broker watches them, and removing
 	// requests/ would cost its next child a re-arm of that watch. pi's
 	// cleanup order applies when the parent is gone (see abandon).
@@ -260,17 +348,53 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath string) decision
 			"requestId": req.ID, "approved": nil, "state": nil, "denialReason": nil, "responderSessionId": nil,
 			"targetSessionId": target, "responsePath": respPath, "error": readErr.Error(),
 		})
-		d := decision.NobodyAnswered(ReasonUnreadable)
+		reason := ReasonUnreadable
+		if errors.Is(readErr, mailbox.ErrForeignResponse) || errors.Is(readErr, mailbox.ErrUnboundResponse) {
+			reason = ReasonNotBound
+		}
+		d := decision.NobodyAnswered(reason)
 		c.logFinal(req.ID, d)
-		return d
+		return d, true
 	}
-	d := decision.FromResponse(resp)
+	d = decision.FromResponse(resp)
 	c.log(reviewlog.ForwardedResponseReceived, map[string]any{
 		"requestId": req.ID, "approved": resp.Approved, "state": string(resp.State), "denialReason": nullable(resp.DenialReason),
 		"responderSessionId": resp.ResponderSessionID, "targetSessionId": target, "responsePath": respPath, "decidedBy": d.DecidedBy,
 	})
 	c.logFinal(req.ID, d)
-	return d
+	return d, true
+}
+
+// readAnswer reads, decodes and checks the binding of the file at respPath.
+func readAnswer(requestID, respPath, digest string, insist bool) (mailbox.Response, []*mailbox.FieldError, error) {
+	data, err := mailbox.ReadFile(respPath)
+	if err != nil {
+		return mailbox.Response{}, nil, err
+	}
+	resp, dropped, err := mailbox.DecodeResponse(data)
+	if err != nil {
+		return mailbox.Response{}, nil, err
+	}
+	if err := mailbox.CheckBinding(resp, requestID, digest, insist); err != nil {
+		return mailbox.Response{}, nil, err
+	}
+	return resp, dropped, nil
+}
+
+// fileStamp tells one file at a path from a later one: a refused answer
+// is read again only when the stamp changes.
+type fileStamp struct {
+	exists     bool
+	dev, ino   uint64
+	ctim, size int64
+}
+
+func stampOf(path string) fileStamp {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{exists: true, dev: uint64(st.Dev), ino: st.Ino, ctim: st.Ctim.Nano(), size: st.Size}
 }
 
 // abandon gives up on req: it deletes the request (when it was written) so

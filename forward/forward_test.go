@@ -3,9 +3,12 @@ package forward
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
@@ -127,22 +130,210 @@ func TestForwardTimesOut(t *testing.T) {
 	assertNoMail(t, c)
 }
 
-func TestForwardUnreadableAnswer(t *testing.T) {
+// A symlink planted as the answer before the parent answers is neither
+// followed nor taken as the answer: the child waits, and takes the
+// parent's answer written over it. (Before issue 7 the plant ended the
+// ask as unreadable, so a planted file could cancel any ask.)
+func TestForwardRefusesAPlantAndWaitsForTheAnswer(t *testing.T) {
 	c, req := newClient(t)
 	if err := c.Layout.EnsureInbox("parent"); err != nil {
 		t.Fatal(err)
 	}
-	// A symlink planted as the answer must not be followed.
 	respPath, _ := c.Layout.ResponsePath("parent", req.ID)
 	if err := os.Symlink("/etc/passwd", respPath); err != nil {
 		t.Fatal(err)
 	}
+	refused := make(chan error, 4)
+	c.OnWarning = func(err error) { refused <- err }
+	go func() {
+		// The parent answers only once the child has refused the plant.
+		<-refused
+		data, _ := mailbox.EncodeResponse(mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1})
+		if err := c.Layout.WriteResponse("parent", req.ID, data); err != nil {
+			t.Error(err)
+		}
+	}()
+	if d := c.Forward(t.Context(), req); !d.Approved() {
+		t.Fatalf("decision = %+v", d)
+	}
+	assertNoMail(t, c)
+}
+
+// An answer that cannot be read, once the parent has removed the request
+// (it answered: pi's parent writes, then removes), ends the ask as pi
+// does: unavailable, never retried.
+func TestForwardUnreadableAnswer(t *testing.T) {
+	c, req := newClient(t)
+	serveWith(t, c, func(id string) {
+		respPath, _ := c.Layout.ResponsePath("parent", id)
+		reqPath, _ := c.Layout.RequestPath("parent", id)
+		if err := os.WriteFile(respPath, []byte(`{"approved":tru`), 0o600); err != nil {
+			t.Error(err)
+		}
+		os.Remove(reqPath)
+	})
 	d := c.Forward(t.Context(), req)
 	if !d.Unavailable() || d.DenialReason != ReasonUnreadable {
 		t.Fatalf("decision = %+v", d)
 	}
-	if _, err := os.Lstat(respPath); !os.IsNotExist(err) {
-		t.Errorf("the planted answer is still there: %v", err)
+	assertNoMail(t, c)
+}
+
+// serveWith runs answer with the id of the first request that appears.
+func serveWith(t *testing.T, c *Client, answer func(id string)) {
+	t.Helper()
+	if err := c.Layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := c.Layout.RequestsDir("parent")
+	w := mailbox.NewWatcher(dir, mailbox.WatchOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		watched := make(chan struct{})
+		go func() { defer close(watched); w.Run(ctx) }()
+		defer func() { <-watched }()
+		select {
+		case name := <-w.Ready():
+			id, _ := mailbox.RequestIDFromName(name)
+			answer(id)
+			w.Done(name)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// bindingParent publishes a courier heartbeat (responses are bound) for
+// "parent" until the test ends.
+func bindingParent(t *testing.T, c *Client) {
+	t.Helper()
+	hb := &mailbox.HeartbeatPublisher{Layout: c.Layout, Session: "parent", ResponseBinding: mailbox.BindingSHA256}
+	if err := hb.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hb.Withdraw() })
+}
+
+func response(approved bool) mailbox.Response {
+	if approved {
+		return mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1}
+	}
+	return mailbox.Response{Approved: false, State: mailbox.StateDenied, ResponderSessionID: "parent", RespondedAt: 1}
+}
+
+// Issue 7 point 5: an approval copied from another request, or an unbound
+// one where the parent binds, planted before the parent answers, is
+// refused; the parent's own (deny) answer, written over it, is the one
+// the child takes.
+func TestForwardRefusesForgedAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bind  bool // the parent announces bound answers
+		plant func(other mailbox.Response) mailbox.Response
+	}{
+		{"copied from another request", false, func(r mailbox.Response) mailbox.Response {
+			return r.Bind("perm-another", mailbox.RequestDigest([]byte("x")))
+		}},
+		{"same id, other bytes", false, func(r mailbox.Response) mailbox.Response {
+			return r.Bind("perm-test-1", mailbox.RequestDigest([]byte("x")))
+		}},
+		{"unbound where the parent binds", true, func(r mailbox.Response) mailbox.Response { return r }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, req := newClient(t)
+			c.LivenessInterval = 10 * time.Millisecond
+			if tc.bind {
+				bindingParent(t, c)
+			}
+			refused := make(chan error, 4)
+			c.OnWarning = func(err error) { refused <- err }
+			reqData, _ := mailbox.EncodeRequest(req)
+			serveWith(t, c, func(id string) {
+				forged, _ := mailbox.EncodeResponse(tc.plant(response(true)))
+				if err := c.Layout.WriteResponse("parent", id, forged); err != nil {
+					t.Error(err)
+				}
+				<-refused
+				real, _ := mailbox.EncodeResponse(response(false).Bind(id, mailbox.RequestDigest(reqData)))
+				if err := c.Layout.WriteResponse("parent", id, real); err != nil {
+					t.Error(err)
+				}
+			})
+			d := c.Forward(t.Context(), req)
+			if d.Approved() || d.Unavailable() {
+				t.Fatalf("decision = %+v, want the parent's denial", d)
+			}
+			assertNoMail(t, c)
+		})
+	}
+}
+
+// A request replaced before the broker read it gets an answer bound to the
+// replacement's bytes: the child that wrote the original refuses it, and
+// gives up once the request is gone (the broker answered).
+func TestForwardRefusesAnAnswerToReplacedRequestBytes(t *testing.T) {
+	c, req := newClient(t)
+	serveWith(t, c, func(id string) {
+		reqPath, _ := c.Layout.RequestPath("parent", id)
+		swapped := req
+		swapped.Value = "git status"
+		data, _ := mailbox.EncodeRequest(swapped)
+		answer, _ := mailbox.EncodeResponse(response(true).Bind(id, mailbox.RequestDigest(data)))
+		if err := c.Layout.WriteResponse("parent", id, answer); err != nil {
+			t.Error(err)
+		}
+		os.Remove(reqPath)
+	})
+	d := c.Forward(t.Context(), req)
+	if d.Approved() || !d.Unavailable() || d.DenialReason != ReasonNotBound {
+		t.Fatalf("decision = %+v", d)
+	}
+	assertNoMail(t, c)
+}
+
+// The child removes its request before the answer: a broker restarted in
+// between must never find the request without its answer (it would answer
+// a second time). Regression test for issue 7 point 1.
+func TestForwardRemovesTheRequestBeforeTheAnswer(t *testing.T) {
+	c, req := newClient(t)
+	reqDir, _ := c.Layout.RequestsDir("parent")
+	respDir, _ := c.Layout.ResponsesDir("parent")
+	if err := c.Layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, d := range []string{reqDir, respDir} {
+		if err := w.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveOnce(t, c, response(true))
+	if d := c.Forward(t.Context(), req); !d.Approved() {
+		t.Fatalf("decision = %+v", d)
+	}
+	var removed []string
+	timeout := time.After(10 * time.Second)
+	for len(removed) < 2 {
+		select {
+		case ev := <-w.Events:
+			if ev.Has(fsnotify.Remove) {
+				removed = append(removed, filepath.Base(filepath.Dir(ev.Name)))
+			}
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatalf("removals seen: %v", removed)
+		}
+	}
+	if removed[0] != "requests" {
+		t.Errorf("removal order %v, want the request first", removed)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,29 @@ func cmdWaitCount(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("%s holds %d mail files after %s, want %d", args[0], got, waitLimit, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdWaitGrep waits until a line of FILE matches REGEX: "waitgrep REGEX
+// FILE". A review-log entry is written after the response that a script
+// may already have seen, so a plain grep there races the broker.
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep REGEX FILE")
+	}
+	re, err := regexp.Compile("(?m)" + args[0])
+	ts.Check(err)
+	path := ts.MkAbs(args[1])
+	deadline := time.Now().Add(waitLimit)
+	for {
+		data, _ := os.ReadFile(path)
+		if re.Match(data) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no line of %s matched %q within %s", args[1], args[0], waitLimit)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -73,6 +73,7 @@ func TestScripts(t *testing.T) {
 			"dropmany":  cmdDropMany,
 			"waitfile":  cmdWaitFile,
 			"waitcount": cmdWaitCount,
+			"waitgrep":  cmdWaitGrep,
 			"askmany":   cmdAskMany,
 			// The operator's prompt in a real terminal (tmux_test.go).
 			"tmux-start": cmdTmuxStart,

@@ -65,6 +65,7 @@ func TestPluginScripts(t *testing.T) {
 			"drop":      cmdDrop,
 			"waitfile":  cmdWaitFile,
 			"waitcount": cmdWaitCount,
+			"waitgrep":  cmdWaitGrep,
 			"expand":    cmdExpand,
 		},
 	})

@@ -23,6 +23,16 @@
 // The encoders write compact JSON in pi's member order, so a file pi wrote
 // re-encodes to the same bytes.
 //
+// # Extensions
+//
+// courier adds optional members that pi's readers drop: a request's
+// `requesterPid` (so a broker never prompts for a dead child), a response's
+// `requestId` and `requestSha256` (the binding of an answer to the exact
+// request bytes it decides, see [CheckBinding]), and a heartbeat's
+// `responseBinding` (the serving node's promise that every answer is bound,
+// which lets a child refuse unbound ones). docs/decisions/0006 explains the
+// binding and what it cannot stop.
+//
 // Everything read from a mailbox is untrusted input. This package knows
 // nothing of rules, authorizer links or terminals.
 package mailbox

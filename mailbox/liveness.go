@@ -148,6 +148,10 @@ type HeartbeatPublisher struct {
 	PID int
 	// Now stamps updatedAt; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
+	// ResponseBinding is announced in the record (Heartbeat.ResponseBinding):
+	// BindingSHA256 when every response of this node is bound; empty
+	// announces nothing, as pi's records do.
+	ResponseBinding string
 }
 
 func (p *HeartbeatPublisher) pid() int {
@@ -174,7 +178,7 @@ func (p *HeartbeatPublisher) Publish() error {
 	if err != nil {
 		return err
 	}
-	data, err := EncodeHeartbeat(Heartbeat{SessionID: session, PID: p.pid(), UpdatedAt: p.now().UnixMilli()})
+	data, err := EncodeHeartbeat(Heartbeat{SessionID: session, PID: p.pid(), UpdatedAt: p.now().UnixMilli(), ResponseBinding: p.ResponseBinding})
 	if err != nil {
 		return fmt.Errorf("publish heartbeat %s: %w", path, err)
 	}

@@ -108,6 +108,9 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if testHookAfterOpen != nil {
+		testHookAfterOpen(path)
+	}
 
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
@@ -115,6 +118,12 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	}
 	if err := checkFileMode(path, st.Mode); err != nil {
 		return nil, err
+	}
+	if st.Nlink == 0 {
+		// Removed between our open and fstat: its consumer or writer
+		// took it (a child abandoning its request, a child collecting
+		// its answer). Gone, not hostile.
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
 	}
 	if st.Nlink != 1 {
 		return nil, refuse(path, ErrHardLinked, "%d links", st.Nlink)
@@ -136,6 +145,9 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// testHookAfterOpen runs between the open and the fstat (tests only).
+var testHookAfterOpen func(path string)
 
 func checkFileMode(path string, mode uint32) error {
 	switch mode & unix.S_IFMT {

@@ -167,6 +167,27 @@ func TestReadFileCapsWhatIsRead(t *testing.T) {
 	}
 }
 
+// A file removed between the open and the fstat (its consumer took it) is
+// gone, not an unsafe hard link. Found by the broker-kill campaign: the
+// broker logged "refusing ... hard-linked (0 links)" for requests whose
+// child had just abandoned them.
+func TestReadFileOfAFileRemovedWhileOpening(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perm-1.json")
+	if err := os.WriteFile(path, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testHookAfterOpen = func(p string) { os.Remove(p) }
+	t.Cleanup(func() { testHookAfterOpen = nil })
+	_, err := ReadFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("got %v, want an error wrapping fs.ErrNotExist", err)
+	}
+	var unsafe *UnsafeFileError
+	if errors.As(err, &unsafe) {
+		t.Fatalf("a removed file was refused as unsafe: %v", err)
+	}
+}
+
 func TestCheckTree(t *testing.T) {
 	// build makes root/sessions/s/{requests,responses} and root/serving.
 	build := func(t *testing.T, mode fs.FileMode) (root string) {

@@ -10,12 +10,18 @@ type Heartbeat struct {
 	PID       int
 	// UpdatedAt is when the record was last written, ms since the epoch.
 	UpdatedAt int64
+	// ResponseBinding is courier's extension (pi ignores it): the binding
+	// every response of this serving node carries, BindingSHA256 for a
+	// courier broker. A child that reads it refuses unbound responses.
+	// Empty when absent or not a string.
+	ResponseBinding string
 }
 
 type heartbeatWire struct {
-	SessionID string `json:"sessionId"`
-	PID       int    `json:"pid"`
-	UpdatedAt int64  `json:"updatedAt"`
+	SessionID       string `json:"sessionId"`
+	PID             int    `json:"pid"`
+	UpdatedAt       int64  `json:"updatedAt"`
+	ResponseBinding string `json:"responseBinding,omitempty"`
 }
 
 // DecodeHeartbeat reads a heartbeat record the way pi's liveness judge
@@ -44,6 +50,10 @@ func DecodeHeartbeat(data []byte) (Heartbeat, error) {
 	h.PID = int(pid)
 	if h.UpdatedAt, ferr = o.millis("updatedAt", "updatedAt"); ferr != nil {
 		return Heartbeat{}, ferr
+	}
+	if raw, ok := o["responseBinding"]; ok {
+		// Optional: a malformed value is ignored, as pi ignores the field.
+		h.ResponseBinding, _ = rawString(raw, "responseBinding")
 	}
 	return h, nil
 }

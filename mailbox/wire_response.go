@@ -62,13 +62,25 @@ type Response struct {
 	DecidedBy provenance.Source
 	// SessionGrantWidth is empty when absent (meaning GrantProven).
 	SessionGrantWidth GrantWidth
+
+	// RequestID and RequestSHA256 bind the response to the request it
+	// answers (courier's extension, see CheckBinding and Bind; pi readers
+	// ignore both): the request's id and the RequestDigest of its bytes.
+	// Empty when absent.
+	RequestID     string
+	RequestSHA256 string
+	// bound records that the file carried either binding member, even a
+	// malformed one: a malformed binding never matches.
+	bound bool
 }
 
 // DecodeResponse reads a response file. approved, state and
 // responderSessionId are required; an unknown state, or an approved flag
 // that contradicts the state, rejects the whole response (the child then
-// treats it as unreadable and abandons: never a silent allow). A malformed
-// decidedBy or sessionGrantWidth is dropped alone and reported in dropped.
+// treats it as unreadable: never a silent allow). A malformed decidedBy or
+// sessionGrantWidth is dropped alone and reported in dropped. A malformed
+// requestId or requestSha256 is dropped too, but the response still counts
+// as bound (Bound), so CheckBinding refuses it.
 func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err error) {
 	o, err := parseObject(data)
 	if err != nil {
@@ -128,6 +140,26 @@ func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err erro
 			drop(&FieldError{Field: "sessionGrantWidth", Reason: fmt.Sprintf("unknown width %q, expected proven or family", w)})
 		}
 	}
+	for _, field := range []string{"requestId", "requestSha256"} {
+		raw, ok := o[field]
+		if !ok {
+			continue
+		}
+		resp.bound = true
+		v, ferr := rawString(raw, field)
+		switch {
+		case ferr != nil:
+			drop(ferr)
+		case field == "requestId" && ValidateID(v) != nil:
+			drop(&FieldError{Field: field, Reason: "not a valid request id"})
+		case field == "requestSha256" && !isSHA256Hex(v):
+			drop(&FieldError{Field: field, Reason: "expected 64 lower-case hex digits"})
+		case field == "requestId":
+			resp.RequestID = v
+		default:
+			resp.RequestSHA256 = v
+		}
+	}
 	return resp, dropped, nil
 }
 
@@ -139,6 +171,8 @@ type responseWire struct {
 	RespondedAt        int64             `json:"respondedAt"`
 	DecidedBy          provenance.Source `json:"decidedBy,omitempty"`
 	SessionGrantWidth  GrantWidth        `json:"sessionGrantWidth,omitempty"`
+	RequestID          string            `json:"requestId,omitempty"`
+	RequestSHA256      string            `json:"requestSha256,omitempty"`
 }
 
 // EncodeResponse writes r as compact JSON in pi's member order, readable
@@ -157,7 +191,14 @@ func EncodeResponse(r Response) ([]byte, error) {
 	if r.ResponderSessionID == "" {
 		return nil, errors.New("encode response: a responder session id is required")
 	}
-	return encodeCompact(responseWire(r))
+	if (r.RequestID == "") != (r.RequestSHA256 == "") {
+		return nil, errors.New("encode response: a binding needs both the request id and its sha256")
+	}
+	return encodeCompact(responseWire{
+		Approved: r.Approved, State: r.State, DenialReason: r.DenialReason,
+		ResponderSessionID: r.ResponderSessionID, RespondedAt: r.RespondedAt, DecidedBy: r.DecidedBy,
+		SessionGrantWidth: r.SessionGrantWidth, RequestID: r.RequestID, RequestSHA256: r.RequestSHA256,
+	})
 }
 
 // nowMillis is the clock for a response without respondedAt; tests pin it.

@@ -287,6 +287,9 @@ func FuzzDecodeResponse(f *testing.F) {
 		if resp.State == StateApprovedForServingSession {
 			return // readable, but never written
 		}
+		if resp.Bound() && (resp.RequestID == "" || resp.RequestSHA256 == "") {
+			return // a malformed binding: readable (and never matching), never written
+		}
 		enc, err := EncodeResponse(resp)
 		if err != nil {
 			t.Fatalf("decoded response does not encode: %v", err)

@@ -85,11 +85,19 @@ type Broker struct {
 	Now func() time.Time
 
 	mu        sync.Mutex
-	inflight  map[string]*pending          // by request id
-	answered  map[string]time.Time         // ids answered this run, for re-deliveries
-	unwritten map[string]decision.Decision // decided, but the response write failed
+	inflight  map[string]*pending        // by request id
+	answered  map[string]time.Time       // ids answered this run, for re-deliveries
+	unwritten map[string]unwrittenAnswer // decided, but the response write failed
 	escalated sync.WaitGroup
 	watcher   *mailbox.Watcher
+}
+
+// unwrittenAnswer is a decision whose response could not be written, with
+// the digest of the request bytes it was made on: the retry binds it to
+// what was decided, not to whatever the file holds by then.
+type unwrittenAnswer struct {
+	d      decision.Decision
+	digest string
 }
 
 // pending is a request between being read and being answered.
@@ -156,9 +164,11 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	b.inflight = make(map[string]*pending)
 	b.answered = make(map[string]time.Time)
-	b.unwritten = make(map[string]decision.Decision)
+	b.unwritten = make(map[string]unwrittenAnswer)
 
-	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now}
+	// Every response is bound to its request (finish); say so, so that a
+	// courier child refuses an unbound answer planted in our name.
+	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now, ResponseBinding: mailbox.BindingSHA256}
 	if err := heartbeat.Publish(); err != nil {
 		b.report(fmt.Errorf("publishing the heartbeat: %w", err))
 	}
@@ -296,6 +306,15 @@ func (b *Broker) housekeeping() {
 			delete(b.answered, id)
 		}
 	}
+	for id := range b.unwritten {
+		// A kept decision whose request is gone (its child gave up)
+		// will never be delivered again: nobody would read it.
+		if path, err := b.Layout.RequestPath(b.Session, id); err == nil {
+			if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+				delete(b.unwritten, id)
+			}
+		}
+	}
 	b.mu.Unlock()
 	responses, err := b.Layout.ResponsesDir(b.Session)
 	if err != nil {
@@ -313,10 +332,25 @@ func (b *Broker) housekeeping() {
 	}
 }
 
-// remove deletes a mailbox file; a file already gone is fine.
-func (b *Broker) remove(path string) {
+// remove deletes a mailbox file; a file already gone is fine. It reports
+// whether the file is gone.
+func (b *Broker) remove(path string) bool {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		b.report(fmt.Errorf("removing %s: %w", path, err))
+		return false
+	}
+	return true
+}
+
+// release hands a request's name back to the watcher once its file is
+// dealt with: for good when it is gone, for another try on the next event
+// or rescan when it could not be removed (a read-only or failing mailbox),
+// so that it is not left in the inbox for the broker's life.
+func (b *Broker) release(name string, removed bool) {
+	if removed {
+		b.watcher.Done(name)
+	} else {
+		b.watcher.Forget(name)
 	}
 }
 
@@ -355,7 +389,7 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		return
 	}
 	b.mu.Lock()
-	d, unwritten := b.unwritten[id]
+	u, unwritten := b.unwritten[id]
 	_, answered := b.answered[id]
 	_, busy := b.inflight[id]
 	b.mu.Unlock()
@@ -405,14 +439,14 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		b.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": "dropped a malformed optional field", "error": d.Error()})
 	}
 	if unwritten {
-		b.finish(ctx, req, name, path, d)
+		b.finish(ctx, req, name, path, u.d, u.digest)
 		return
 	}
-	if answered || b.responseExists(req.ID) {
+	digest := mailbox.RequestDigest(data)
+	if answered || b.answeredOnDisk(req, path, digest) {
 		// Answered before (this run, or by a broker that died before it
 		// removed the request): never answer twice.
-		b.remove(path)
-		b.watcher.Done(name)
+		b.release(name, b.remove(path))
 		return
 	}
 	if why := b.orphaned(req); why != "" {
@@ -429,14 +463,14 @@ func (b *Broker) handle(ctx context.Context, name string) {
 
 	if context.Cause(ctx) == nil {
 		if d, decided := b.recordedAuthority(req, path); decided {
-			b.finish(reqCtx, req, name, path, d)
+			b.finish(reqCtx, req, name, path, d, digest)
 			return
 		}
 	}
 	b.escalated.Add(1)
 	go func() {
 		defer b.escalated.Done()
-		b.escalate(reqCtx, req, name, path)
+		b.escalate(reqCtx, req, name, path, digest)
 	}()
 }
 
@@ -454,13 +488,40 @@ func isUnsafe(err error) bool {
 	return errors.As(err, &unsafe)
 }
 
-func (b *Broker) responseExists(id string) bool {
-	path, err := b.Layout.ResponsePath(b.Session, id)
+// answeredOnDisk reports whether responses/ already holds this broker's
+// answer to exactly these request bytes: a broker that died between
+// writing the response and removing the request. Anything else found
+// there (an unbound, foreign or unreadable file: planted, or copied from
+// another request) is not an answer; it is logged and written over, so
+// it can neither stop nor replace the real answer.
+func (b *Broker) answeredOnDisk(req mailbox.Request, path, digest string) bool {
+	respPath, err := b.Layout.ResponsePath(b.Session, req.ID)
 	if err != nil {
 		return false
 	}
-	_, err = os.Lstat(path)
-	return err == nil
+	data, err := mailbox.ReadFile(respPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	var why error
+	if err == nil {
+		var resp mailbox.Response
+		if resp, _, err = mailbox.DecodeResponse(data); err == nil {
+			if why = mailbox.CheckBinding(resp, req.ID, digest, true); why == nil {
+				return true
+			}
+		}
+	}
+	if why == nil {
+		why = err
+	}
+	details := b.baseDetails(req, path)
+	details["message"] = "a response that does not answer this request was already there; answering over it"
+	details["responsePath"] = respPath
+	details["error"] = why.Error()
+	b.log(reviewlog.ForwardingWarning, details)
+	b.report(fmt.Errorf("request %s: answering over %s, which does not answer it: %w", req.ID, respPath, why))
+	return false
 }
 
 // orphaned says why nobody can be waiting for req any more, or "".
@@ -512,7 +573,7 @@ func (b *Broker) recordedAuthority(req mailbox.Request, path string) (decision.D
 }
 
 // escalate runs the chain and the terminal for an ask (SPEC §4 steps 2-3).
-func (b *Broker) escalate(ctx context.Context, req mailbox.Request, name, path string) {
+func (b *Broker) escalate(ctx context.Context, req mailbox.Request, name, path, digest string) {
 	d := b.ask(ctx, req, path)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errRequesterGone):
@@ -523,7 +584,7 @@ func (b *Broker) escalate(ctx context.Context, req mailbox.Request, name, path s
 	case errors.Is(cause, errSessionEnded):
 		d = decision.NobodyAnswered(ReasonSessionEnded)
 	}
-	b.finish(ctx, req, name, path, d)
+	b.finish(ctx, req, name, path, d, digest)
 }
 
 func (b *Broker) ask(ctx context.Context, req mailbox.Request, path string) (d decision.Decision) {
@@ -566,14 +627,14 @@ func (b *Broker) ask(ctx context.Context, req mailbox.Request, path string) (d d
 
 var errPromptTimeout = errors.New("prompt timeout")
 
-// finish applies the grant scope, writes the response durably, and only
-// then removes the request.
-func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path string, d decision.Decision) {
+// finish applies the grant scope, writes the response durably, bound to
+// the request bytes (digest) it decides, and only then removes the request.
+func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path string, d decision.Decision, digest string) {
 	defer b.settle(req.ID)
 	if d.State == decision.StateApprovedForServingSession {
 		b.recordWholeSession(req, path, d)
 	}
-	resp := d.Response(b.Session, b.now().UnixMilli())
+	resp := d.Response(b.Session, b.now().UnixMilli()).Bind(req.ID, digest)
 	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
 	data, err := mailbox.EncodeResponse(resp)
 	if err == nil {
@@ -583,7 +644,7 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 		// Keep the request; the next attempt rewrites this decision
 		// instead of asking again.
 		b.mu.Lock()
-		b.unwritten[req.ID] = d
+		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
 		b.mu.Unlock()
 		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to write forwarded permission response", "responsePath": respPath, "error": err.Error()})
 		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
@@ -594,7 +655,7 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 	delete(b.unwritten, req.ID)
 	b.answered[req.ID] = b.now()
 	b.mu.Unlock()
-	b.remove(path)
+	removed := b.remove(path)
 	event := reviewlog.ForwardedDenied
 	if d.Approved() {
 		event = reviewlog.ForwardedApproved
@@ -605,7 +666,7 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 		"responsePath": respPath, "approved": d.Approved(), "resolution": string(d.State),
 		"denialReason": nullable(d.DenialReason), "decidedBy": d.DecidedBy,
 	})
-	b.watcher.Done(name)
+	b.release(name, removed)
 }
 
 // settle ends a request's time in flight and releases its context.

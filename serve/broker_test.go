@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/grants"
@@ -320,13 +322,14 @@ func TestExistingResponseIsNotAnsweredAgain(t *testing.T) {
 	if err := layout.EnsureInbox("parent"); err != nil {
 		t.Fatal(err)
 	}
-	// A broker answered and died before removing the request.
-	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1)
+	// A broker answered and died before removing the request: its answer
+	// is bound to these very request bytes.
+	reqData, _ := mailbox.EncodeRequest(req)
+	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1).Bind(req.ID, mailbox.RequestDigest(reqData))
 	data, _ := mailbox.EncodeResponse(earlier)
 	if err := layout.WriteResponse("parent", req.ID, data); err != nil {
 		t.Fatal(err)
 	}
-	reqData, _ := mailbox.EncodeRequest(req)
 	path := writeRequest(t, layout, req.ID+".json", reqData)
 	newFixtureAt(t, layout, Headless{})
 	waitGone(t, path)
@@ -455,4 +458,150 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p.Pid
+}
+
+// A response planted (unbound, or copied from another request) before the
+// broker answers neither stops the broker's answer nor survives it: the
+// broker writes its own, bound answer over it. Regression test for issue 7
+// point 5: before the binding, any file at responses/<id>.json counted as
+// "answered already" and the plant was the only answer the child saw.
+func TestPlantedResponseIsAnsweredOver(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	if err := layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	approve := decision.Allow(provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1)
+	other := ask(t, "git status")
+	otherData, _ := mailbox.EncodeRequest(other)
+	plants := map[string]mailbox.Response{
+		"unbound": approve,
+		"copied":  approve.Bind(other.ID, mailbox.RequestDigest(otherData)),
+	}
+	var paths []string
+	var reqs []mailbox.Request
+	var digests []string
+	for name, plant := range plants {
+		req := ask(t, "npm install "+name) // denied by a rule
+		reqData, _ := mailbox.EncodeRequest(req)
+		data, _ := mailbox.EncodeResponse(plant)
+		if err := layout.WriteResponse("parent", req.ID, data); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, writeRequest(t, layout, req.ID+".json", reqData))
+		reqs = append(reqs, req)
+		digests = append(digests, mailbox.RequestDigest(reqData))
+	}
+	newFixtureAt(t, layout, Headless{})
+	for i, path := range paths {
+		waitGone(t, path)
+		respPath, _ := layout.ResponsePath("parent", reqs[i].ID)
+		data, err := mailbox.ReadFile(respPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _, err := mailbox.DecodeResponse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Approved || mailbox.CheckBinding(resp, reqs[i].ID, digests[i], true) != nil {
+			t.Errorf("%s: the planted answer survived: %s", reqs[i].Value, data)
+		}
+	}
+}
+
+// A decision kept after a failed write is dropped once its request is gone
+// (the child gave up): before, it stayed in memory for the broker's life.
+func TestUnwrittenAnswerOfAGoneRequestIsDropped(t *testing.T) {
+	term := newHeldTerminal()
+	f := newFixture(t, term)
+	req := ask(t, "make deploy")
+	data, _ := mailbox.EncodeRequest(req)
+	path := writeRequest(t, f.layout, req.ID+".json", data)
+	<-term.asked
+	responses, _ := f.layout.ResponsesDir("parent")
+	if err := os.RemoveAll(responses); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(responses, []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	term.answer <- decision.Allow(provenance.User{Via: provenance.ViaTerminal})
+	unwritten := func() int {
+		f.broker.mu.Lock()
+		defer f.broker.mu.Unlock()
+		return len(f.broker.unwritten)
+	}
+	for deadline := time.Now().Add(10 * time.Second); unwritten() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed write was not recorded")
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); unwritten() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the decision of a request that is gone is still kept")
+		}
+	}
+}
+
+// An answered request that cannot be removed (a read-only or failing
+// mailbox) is removed on a later rescan once the fault clears. Found by
+// the resource-fault campaign: the watcher was told "done" although the
+// file stayed, so the request sat in the inbox for the broker's life.
+func TestAnsweredRequestIsRemovedOnceItCanBe(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	req := ask(t, "git status")
+	data, _ := mailbox.EncodeRequest(req)
+	path := writeRequest(t, layout, req.ID+".json", data)
+	requests := filepath.Dir(path)
+	// An immutable directory: nothing in it can be removed, even by root.
+	if err := setImmutable(requests, true); err != nil {
+		t.Skipf("cannot make %s immutable here: %v", requests, err)
+	}
+	t.Cleanup(func() { setImmutable(requests, false) })
+	f := newFixtureAt(t, layout, Headless{})
+	respPath, _ := layout.ResponsePath("parent", req.ID)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(respPath); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request was not answered")
+		}
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("the request went away from an immutable directory: %v", err)
+	}
+	if err := setImmutable(requests, false); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, path) // the next rescan removes it (default: 1 s)
+	if _, err := os.Lstat(respPath); err != nil {
+		t.Errorf("the answer is gone: %v", err)
+	}
+	_ = f
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (chattr +i).
+const fsImmutableFL = 0x10
+
+// setImmutable sets or clears the immutable flag on path.
+func setImmutable(path string, on bool) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	flags, err := unix.IoctlGetUint32(int(d.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	if on {
+		flags |= fsImmutableFL
+	} else {
+		flags &^= fsImmutableFL
+	}
+	return unix.IoctlSetPointerInt(int(d.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
 }

@@ -16,10 +16,18 @@
 // Every request runs on its own goroutine, so a human deliberating or a
 // slow plugin never delays a rule-resolved answer to another child. A
 // request is never handled twice at once (the watcher hands a name to one
-// consumer), never answered twice (an existing response or an in-memory
-// answer short-circuits), and a decision whose response could not be
-// written is kept and rewritten on the next attempt rather than resolved
-// again.
+// consumer), never answered twice (this broker's own answer on disk, bound
+// to the same request bytes, or an in-memory answer short-circuits), and a
+// decision whose response could not be written is kept and rewritten on
+// the next attempt rather than resolved again.
+//
+// # Bound answers
+//
+// Every response names the request id and the SHA-256 of the request bytes
+// it decides (mailbox.Response.Bind), and the heartbeat announces it. A
+// file at the response path that is not this broker's bound answer (planted,
+// or copied from another request) neither counts as an answer nor stops
+// one: it is logged and written over.
 //
 // # Lifetime
 //

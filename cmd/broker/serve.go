@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/rs/zerolog"
 
@@ -49,7 +50,7 @@ Flags:
 func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); printVisibleDefaults(fs) }
 	session := fs.String("session", "", "the serving session id (required)")
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
 	configPath := fs.String("config", "", "rules config (pi's permission format); default the embedded defaults")
@@ -59,6 +60,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	watch := mailbox.WatchFSNotify
 	fs.TextVar(&watch, "watch", mailbox.WatchFSNotify, "how to notice requests: fsnotify, or poll for filesystems without inotify")
 	pollInterval := fs.Duration("poll-interval", mailbox.DefaultPollInterval, "the scan interval with --watch=poll")
+	// Hidden: for courier-bench and anyone profiling the serve loop; not
+	// an operator's flag, so the usage does not list it.
+	cpuProfile := fs.String(cpuProfileFlag, "", "write a CPU profile of the whole serve to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -145,6 +149,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		LegacyBashDisplayMatch: cfg.LegacyBashDisplayMatch,
 		OnError:                func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
 	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return serveError(stderr, "%v", err)
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "broker: %v\n", err)
+			}
+		}()
+	}
 	source := cfg.Source
 	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
 		*session, rootDir, source, policy.Sessions().Len(), links.Len(), *terminal, logName)
@@ -188,4 +203,43 @@ func openReviewLog(path string, width int) (*reviewlog.Log, string, error) {
 		return nil, "", err
 	}
 	return log, path, nil
+}
+
+// cpuProfileFlag names the hidden --cpuprofile flag of broker serve.
+const cpuProfileFlag = "cpuprofile"
+
+// printVisibleDefaults is fs.PrintDefaults without the hidden flags.
+func printVisibleDefaults(fs *flag.FlagSet) {
+	visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	visible.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != cpuProfileFlag {
+			visible.Var(f.Value, f.Name, f.Usage)
+			// Var takes the current value as the default; the usage
+			// must show the real default even after parsing.
+			visible.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	visible.PrintDefaults()
+}
+
+// startCPUProfile profiles the process into path until the returned stop
+// is called (runServe defers it, so the profile covers the orderly stop
+// too and is complete when the broker exits 0).
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
