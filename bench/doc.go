@@ -1,0 +1,50 @@
+// Package bench is courier's end-to-end benchmark: it starts real
+// `broker serve` processes on fresh mailbox roots, drives them with
+// requesters built on the child library (package forward) and with real
+// `child` processes, and reports every figure of issue 8 side by side for
+// tmpfs and for the project's disk, next to the polling design courier
+// replaces. cmd/courier-bench is its command; `make bench` runs it.
+//
+// # What is measured
+//
+// A round trip is timed in the requester, from before its request is
+// built to the decision in hand: forward.Client.Forward arms its watch,
+// writes the request atomically, waits, reads and removes the answer.
+// Every answer is checked (decided by a rule, by the plugin link, or
+// "unavailable" from the terminal, as the workload expects); an ask that
+// got anything else is counted as failed and kept out of the latencies.
+// Requesters run closed loops: each asks, waits and asks again, so the
+// rate at N requesters is the rate N children asking back to back get.
+// Percentiles are nearest-rank: every figure is a latency that was
+// actually measured.
+//
+// Scenarios, each on its own broker and root:
+//
+//   - rule: the default rules allow `git status --short`; latency at one
+//     requester, rates at 1, 8 and 32; real `child ask` processes beside
+//     `child` runs that have no parent (start-up cost alone); then the same
+//     broker idle for 10 s: utime+stime from /proc/<pid>/stat (10 ms ticks,
+//     the resolution of the target itself) and the schedstat on-CPU time of
+//     every thread (nanoseconds).
+//   - plugin, shadow: the read-only allow-list plugin as one enforcing link
+//     (it allows `cat README.md`, which the default rules leave to ask), and
+//     as one shadow link (consulted beside, never waited for; the ask then
+//     reaches the headless terminal and is "unavailable").
+//   - poll: broker and requesters both scanning every 250 ms, pi's design,
+//     on the same rule-resolved workload.
+//   - tty: the broker's terminal is the operator's prompt on a
+//     pseudo-terminal the driver drains and nobody answers. The
+//     rule-resolved round trip without, with one ask held at the prompt, and
+//     without again; then 10,000 asks dropped into the inbox and held in the
+//     prompt's queue: the broker's VmRSS once all are there, its CPU while
+//     holding them, and the orderly stop that answers them all.
+//   - backlog: 10,000 rule-resolved requests written before the broker
+//     starts; from starting the process to the last response file.
+//
+// # Clean-up
+//
+// Every broker runs in its own process group (a session, for the tty
+// one) with a parent-death signal, and is stopped with SIGINT, then
+// killed, on every path out of Run, an interrupted run included; every
+// root is removed.
+package bench

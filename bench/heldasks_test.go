@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/serve"
+)
+
+// blockedTerminal holds every ask until its context ends, as a human who
+// never answers, and counts them.
+type blockedTerminal struct{ held atomic.Int64 }
+
+func (h *blockedTerminal) Decide(ctx context.Context, _ serve.Ask) decision.Decision {
+	h.held.Add(1)
+	<-ctx.Done()
+	return decision.NobodyAnswered("stopped")
+}
+
+// BenchmarkHeldAsks is the in-process counterpart of courier-bench's
+// "10,000 asks held at the terminal": a serve.Broker with the default
+// rules and a terminal that never answers (shallower than the tty prompt,
+// whose own queue and rendering it leaves out) gets 10,000 asks, and the
+// heap and goroutine stacks they keep in use are reported per held ask
+// after a full GC. It shows what the broker's side of the RSS figure is
+// made of, so a change to it shows in heap-B/ask and stack-B/ask.
+//
+//	go test -run '^$' -bench BenchmarkHeldAsks -benchtime 1x ./bench/
+func BenchmarkHeldAsks(b *testing.B) {
+	const n = 10_000
+	for b.Loop() {
+		benchHeldAsks(b, n)
+	}
+}
+
+func benchHeldAsks(b *testing.B, n int) {
+	b.Helper()
+	layout := mailbox.Layout{Root: b.TempDir()}
+	cfg, err := rules.Load("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy, err := rules.NewPolicy(cfg, rules.Options{Protected: []string{layout.Root}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := dropRequests(b.Context(), layout, "parent", heldAsk, n); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	term := &blockedTerminal{}
+	br := &serve.Broker{Layout: layout, Session: "parent", Policy: policy, Terminal: term}
+	ctx, cancel := context.WithCancel(b.Context())
+	done := make(chan error, 1)
+	go func() { done <- br.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for term.held.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d asks reached the terminal in 2 minutes", term.held.Load(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	var held runtime.MemStats
+	runtime.ReadMemStats(&held)
+	per := func(after, before uint64) float64 { return float64(int64(after)-int64(before)) / float64(n) }
+	b.ReportMetric(per(held.HeapInuse, before.HeapInuse), "heap-B/ask")
+	b.ReportMetric(per(held.StackInuse, before.StackInuse), "stack-B/ask")
+	b.ReportMetric(per(held.Sys, before.Sys), "sys-B/ask")
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fakeRun(requesters int, p50, p99 time.Duration, rate float64) *LoadRun {
+	return &LoadRun{Requesters: requesters, Asks: 100, AsksPerSec: rate, Latency: Summary{N: 100, P50: p50, P90: p50, P99: p99, Max: p99}}
+}
+
+func sampleResults() *Results {
+	fr := &FSResult{
+		Label: "tmpfs", FSType: "tmpfs", Dir: "/dev/shm",
+		Rule:      fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
+		Load:      []*LoadRun{fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400), fakeRun(8, time.Millisecond, 3*time.Millisecond, 4100), fakeRun(32, 5*time.Millisecond, 9*time.Millisecond, 4200)},
+		Plugin:    fakeRun(1, 1400*time.Microsecond, 2*time.Millisecond, 700),
+		Shadow:    fakeRun(1, 600*time.Microsecond, 2*time.Millisecond, 1500),
+		Poll:      fakeRun(1, 250*time.Millisecond, 490*time.Millisecond, 4),
+		Held:      &HeldResult{Baseline: Summary{N: 10, P99: time.Millisecond}, Held: Summary{N: 10, P99: 1300 * time.Microsecond}, P99Ratio: 1.3},
+		IdleFresh: &IdleResult{ExecPercent: 0.05, TicksPercent: 0},
+		Idle:      &IdleResult{ExecPercent: 0.15, TicksPercent: 0.1},
+		Pending:   &PendingResult{N: 10000, Memory: Memory{RSS: 70 << 10, HWM: 71 << 10}},
+		Backlog:   &BacklogResult{N: 10000, Seconds: 2.5},
+		Children:  &ChildResult{},
+	}
+	fr.PollRatio = Ratio(fr.Poll.Latency.P50, fr.Rule.Latency.P50)
+	disk := &FSResult{Label: "disk", FSType: "ext4", Dir: "/tmp", Rule: fakeRun(1, 3*time.Millisecond, 9*time.Millisecond, 300)}
+	res := &Results{Filesystems: []*FSResult{fr, disk}}
+	res.judge()
+	return res
+}
+
+func TestHeadlineIsTheTmpfsFigures(t *testing.T) {
+	res := sampleResults()
+	const want = "headline: rule_p50_us=400 rule_p99_us=900 poll_p50_us=250000 ratio=625 asks_per_s_8=4100"
+	if got := res.Headline.String(); got != want {
+		t.Errorf("headline = %q, want %q", got, want)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	res := sampleResults()
+	want := map[string]bool{
+		"rule-resolved p50": true, "rule-resolved p99": true, "poll p50 / rule p50": true,
+		"asks/s at 8 requesters": true, "plugin-resolved p50": true,
+		"p99 with one ask held / without": false, // 1.3× > 1.2×
+		"idle CPU, fresh broker":          true,
+		"idle CPU, after serving":         false, // 0.15 %
+		"RSS with 10,000 pending":         false, // 70 MiB
+		"10,000 backlog served":           true,
+	}
+	if len(res.Targets) != len(want) {
+		t.Fatalf("%d targets, want %d", len(res.Targets), len(want))
+	}
+	for _, tg := range res.Targets {
+		if tg.Missing {
+			t.Errorf("%s: missing", tg.Name)
+		}
+		if tg.Met != want[tg.Name] {
+			t.Errorf("%s: met = %v, want %v (measured %s)", tg.Name, tg.Met, want[tg.Name], tg.Measured)
+		}
+	}
+}
+
+// A figure whose asks failed is not judged: fast failures must never
+// pass for fast answers.
+func TestJudgeRefusesFailedRuns(t *testing.T) {
+	res := sampleResults()
+	res.Filesystems[0].Rule.Failed = 3
+	res.Filesystems[0].Plugin = nil
+	res.judge()
+	for _, tg := range res.Targets {
+		switch tg.Name {
+		case "rule-resolved p50", "rule-resolved p99", "poll p50 / rule p50", "plugin-resolved p50":
+			if !tg.Missing || tg.Met {
+				t.Errorf("%s: %+v, want missing and not met", tg.Name, tg)
+			}
+		}
+	}
+}
+
+func TestTableEndsWithHeadline(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleResults().WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !regexp.MustCompile(`^headline: rule_p50_us=\d+ rule_p99_us=\d+ poll_p50_us=\d+ ratio=\d+ asks_per_s_8=\d+$`).MatchString(last) {
+		t.Errorf("last line = %q", last)
+	}
+	out := buf.String()
+	for _, want := range []string{"tmpfs (tmpfs, /dev/shm)", "disk (ext4, /tmp)", "400 / 400 / 900 / 900 [n=100]", "MISSED", "625×"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestJSONCarriesTheHeadline(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleResults().WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Headline    Headline `json:"headline"`
+		Filesystems []struct {
+			Label string `json:"label"`
+			Rule  struct {
+				Latency struct {
+					P50 int64 `json:"p50_us"`
+				} `json:"latency"`
+			} `json:"rule_serial"`
+		} `json:"filesystems"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Headline.RuleP50us != 400 || back.Headline.AsksPerSec != 4100 || len(back.Filesystems) != 2 || back.Filesystems[0].Rule.Latency.P50 != 400 {
+		t.Errorf("round trip of the JSON = %+v", back)
+	}
+}
+
+func TestNoTmpfsMeansNothingMeasured(t *testing.T) {
+	res := &Results{Filesystems: []*FSResult{{Label: "disk"}}}
+	res.judge()
+	for _, tg := range res.Targets {
+		if !tg.Missing {
+			t.Errorf("%s judged without tmpfs figures", tg.Name)
+		}
+	}
+	if res.Headline != (Headline{}) {
+		t.Errorf("headline = %+v", res.Headline)
+	}
+}
