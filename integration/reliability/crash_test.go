@@ -324,10 +324,7 @@ type promptWatch struct {
 
 func watchPrompts(t *testing.T, dir string) *promptWatch {
 	t.Helper()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWatcher(t)
 	if err := w.Add(dir); err != nil {
 		w.Close()
 		t.Fatal(err)

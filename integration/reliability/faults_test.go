@@ -309,7 +309,7 @@ func (s *suite) inotifyExhausted(t *testing.T) string {
 		}
 	}
 	hog := exec.Command(filepath.Join(s.bin, "inotifyhog"))
-	hog.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	hog.SysProcAttr = &syscall.SysProcAttr{Credential: nobody, Pdeathsig: syscall.SIGKILL}
 	stdin, err := hog.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

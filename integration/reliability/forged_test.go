@@ -105,10 +105,7 @@ func (s *suite) forgedAnswers(t *testing.T) {
 	// replace on disk). The child takes the broker's deny, or refuses
 	// and reports "unavailable"; never an approval.
 	var forged atomic.Int64
-	forger, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	forger := newWatcher(t)
 	if err := forger.Add(r.dir("requests")); err != nil {
 		t.Fatal(err)
 	}

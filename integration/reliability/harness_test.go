@@ -258,12 +258,15 @@ func (r *rig) broker(log string, args ...string) *process {
 	return r.s.startCmd(r.t, r.command(context.Background(), "broker", all...))
 }
 
-// command is one of the rig's binaries, run as the rig's user.
+// command is one of the rig's binaries, run as the rig's user. It dies
+// with the test process (Pdeathsig), so that a test killed by its timeout,
+// whose cleanups never run, leaves no broker or child behind.
 func (r *rig) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(r.s.bin, name), args...)
 	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if r.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+		cmd.SysProcAttr.Credential = r.cred
 		cmd.Env = append(cmd.Env, "HOME="+r.base)
 	}
 	return cmd
@@ -429,12 +432,24 @@ type responseObserver struct {
 	done     chan struct{}
 }
 
+// newWatcher is an fsnotify watcher for the test's own observers. The
+// user's inotify instances (128) are shared with every other process of
+// the user on the machine, brokers and children included: when they are
+// all taken, wait for one rather than fail.
+func newWatcher(t *testing.T) *fsnotify.Watcher {
+	t.Helper()
+	var w *fsnotify.Watcher
+	var last error
+	waitFor(t, "an inotify instance", func() bool {
+		w, last = fsnotify.NewWatcher()
+		return last == nil
+	})
+	return w
+}
+
 func observeResponses(t *testing.T, dir string) *responseObserver {
 	t.Helper()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWatcher(t)
 	if err := w.Add(dir); err != nil {
 		w.Close()
 		t.Fatal(err)
