@@ -78,14 +78,19 @@ type ChildResult struct {
 }
 
 // runChildren measures n serial `child ask` processes against the
-// broker serving target, and n that have no parent.
-func runChildren(ctx context.Context, bin, root, agentDir, target string, n int) (ChildResult, error) {
+// broker serving target, and n that have no parent, interleaved, stopping
+// early when within has passed.
+func runChildren(ctx context.Context, bin, root, agentDir, target string, n int, within time.Duration) (ChildResult, error) {
 	env := childEnv(agentDir)
 	common := []string{"ask", "--session", "bench-proc", "--agent", "bench", "--surface", "bash", "--value", ruleAsk.Value, "--root", root, "--timeout", askTimeout.String()}
 	var res ChildResult
 	var asks, starts []time.Duration
 	var firstErr error
+	deadline := time.Now().Add(within)
 	for i := range 2 * n {
+		if within > 0 && i%2 == 0 && time.Now().After(deadline) {
+			break
+		}
 		var took time.Duration
 		var err error
 		if i%2 == 0 {

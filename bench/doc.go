@@ -16,16 +16,20 @@
 // Requesters run closed loops: each asks, waits and asks again, so the
 // rate at N requesters is the rate N children asking back to back get.
 // Percentiles are nearest-rank: every figure is a latency that was
-// actually measured.
+// actually measured. Runs that make a number of asks also stop after a
+// time cap, and scenarios not started within the run's budget are
+// skipped and reported, so that a loaded machine and a slow disk keep the
+// whole run under five minutes; every figure carries its n.
 //
 // Scenarios, each on its own broker and root:
 //
-//   - rule: the default rules allow `git status --short`; latency at one
-//     requester, rates at 1, 8 and 32; real `child ask` processes beside
-//     `child` runs that have no parent (start-up cost alone); then the same
-//     broker idle for 10 s: utime+stime from /proc/<pid>/stat (10 ms ticks,
-//     the resolution of the target itself) and the schedstat on-CPU time of
-//     every thread (nanoseconds).
+//   - rule: the default rules allow `git status --short`. The broker idle
+//     for 10 s as it starts; latency at one requester, rates at 1, 8 and 32;
+//     real `child ask` processes beside `child` runs that have no parent
+//     (start-up cost alone); then the same broker idle for 10 s again. Idle
+//     CPU is utime+stime from /proc/<pid>/stat (10 ms ticks, the resolution
+//     of the target itself) and the schedstat on-CPU time of every thread
+//     (nanoseconds).
 //   - plugin, shadow: the read-only allow-list plugin as one enforcing link
 //     (it allows `cat README.md`, which the default rules leave to ask), and
 //     as one shadow link (consulted beside, never waited for; the ask then
@@ -34,8 +38,8 @@
 //     on the same rule-resolved workload.
 //   - tty: the broker's terminal is the operator's prompt on a
 //     pseudo-terminal the driver drains and nobody answers. The
-//     rule-resolved round trip without, with one ask held at the prompt, and
-//     without again; then 10,000 asks dropped into the inbox and held in the
+//     rule-resolved round trip in rounds that alternate without and with one
+//     ask held at the prompt; then 10,000 asks dropped into the inbox and held in the
 //     prompt's queue: the broker's VmRSS once all are there, its CPU while
 //     holding them, and the orderly stop that answers them all.
 //   - backlog: 10,000 rule-resolved requests written before the broker

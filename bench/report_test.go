@@ -138,3 +138,20 @@ func TestNoTmpfsMeansNothingMeasured(t *testing.T) {
 		t.Errorf("headline = %+v", res.Headline)
 	}
 }
+
+// A smaller run (--quick) holds fewer than 10,000 asks: its memory and
+// backlog figures are shown but never judged against the 10,000 targets.
+func TestSmallRunsAreNotJudgedAgainstTenThousand(t *testing.T) {
+	res := sampleResults()
+	fr := res.Filesystems[0]
+	fr.Pending = &PendingResult{N: 500, Memory: Memory{RSS: 1 << 10}}
+	fr.Backlog = &BacklogResult{N: 500, Seconds: 0.1}
+	res.judge()
+	for _, tg := range res.Targets {
+		if tg.Name == "RSS with 10,000 pending" || tg.Name == "10,000 backlog served" {
+			if !tg.Missing || tg.Met {
+				t.Errorf("%s judged on 500: %+v", tg.Name, tg)
+			}
+		}
+	}
+}

@@ -34,6 +34,12 @@ type Counts struct {
 	// Held the asks on each side (without and with an ask held) of the
 	// held-ask comparison.
 	Serial, Plugin, Held int
+	// SerialFor, PluginFor and HeldFor cap those runs in time (HeldFor
+	// each side of each round), so that a slow disk under a loaded machine
+	// keeps the run within its five minutes; the table gives every n.
+	SerialFor, PluginFor, HeldFor time.Duration
+	// ChildrenFor caps the child-process runs likewise.
+	ChildrenFor time.Duration
 	// Warmup asks per requester, not measured.
 	Warmup int
 	// LoadFor is how long each rule-resolved throughput run lasts.
@@ -52,8 +58,10 @@ type Counts struct {
 // DefaultCounts are the counts of `make bench`.
 var DefaultCounts = Counts{
 	Serial: 2000, Plugin: 1000, Held: 1000, Warmup: 50,
+	SerialFor: 8 * time.Second, PluginFor: 5 * time.Second, HeldFor: 2 * time.Second,
+	ChildrenFor:   8 * time.Second,
 	LoadFor:       3 * time.Second,
-	PollSerialFor: 10 * time.Second, PollLoadFor: 4 * time.Second,
+	PollSerialFor: 8 * time.Second, PollLoadFor: 3 * time.Second,
 	Idle:    10 * time.Second,
 	Pending: 10_000, Backlog: 10_000,
 	Children: 100,
@@ -79,11 +87,20 @@ type Config struct {
 	CPUProfileDir string
 	// Command is recorded in the results.
 	Command string
+	// Budget, when positive, is the time after which scenarios not yet
+	// started are skipped (and reported as not measured), so that a
+	// machine loaded by others cannot stretch the run past its five
+	// minutes. DefaultBudget is make bench's.
+	Budget time.Duration
 	// Only, when not empty, runs just the named scenarios (rule, plugin,
 	// shadow, poll, tty, backlog): for profiling one of them. Figures of
 	// the others are then missing and their targets not judged.
 	Only []string
 }
+
+// DefaultBudget leaves the slowest scenario (the disk's 10,000 held
+// asks, about 40 s on a loaded machine) room inside five minutes.
+const DefaultBudget = 4*time.Minute + 15*time.Second
 
 // Scenarios are the names Config.Only accepts, in the order they run.
 var Scenarios = []string{"rule", "plugin", "shadow", "poll", "tty", "backlog"}
@@ -206,6 +223,11 @@ func (r *runner) runFilesystem(ctx context.Context, fs Filesystem, first bool) (
 		if len(r.cfg.Only) > 0 && !slices.Contains(r.cfg.Only, s.name) {
 			continue
 		}
+		if r.cfg.Budget > 0 && time.Since(r.began) > r.cfg.Budget {
+			fr.Errors = append(fr.Errors, fmt.Sprintf("%s: not run: past the run's time budget of %s", s.name, r.cfg.Budget))
+			r.progress("[%s] %s: skipped, past the time budget of %s", fs.Label, s.name, r.cfg.Budget)
+			continue
+		}
 		err := s.run(ctx, fr, filepath.Join(base, s.name), first)
 		if ctx.Err() != nil {
 			return fr, context.Cause(ctx)
@@ -254,8 +276,8 @@ func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, fi
 	r.progress("[%s]   %.4f %% of a core (schedstat), %d ticks; VmRSS %d KiB", fr.Label, fresh.ExecPercent, fresh.TicksUsed, fresh.Memory.RSS)
 
 	d := newDriver(spec.root(), session, mailbox.WatchOptions{})
-	r.progress("[%s] rule-resolved round trip, 1 requester, %d asks", fr.Label, c.Serial)
-	fr.Rule = r.measure(ctx, b, d, ruleAsk, 1, c.Warmup, c.Serial, 0)
+	r.progress("[%s] rule-resolved round trip, 1 requester, %d asks (at most %s)", fr.Label, c.Serial, c.SerialFor)
+	fr.Rule = r.measure(ctx, b, d, ruleAsk, 1, c.Warmup, c.Serial, c.SerialFor)
 	fr.failed("rule-resolved round trip", fr.Rule)
 	r.progress("[%s]   %s", fr.Label, fr.Rule.brief())
 	for _, n := range Requesters {
@@ -266,8 +288,8 @@ func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, fi
 		r.progress("[%s]   %s", fr.Label, lr.brief())
 	}
 
-	r.progress("[%s] %d real `child ask` processes and %d that only start", fr.Label, c.Children, c.Children)
-	ch, err := runChildren(ctx, r.bin("child"), spec.root(), filepath.Join(base, "agent"), session, c.Children)
+	r.progress("[%s] %d real `child ask` processes and %d that only start (at most %s)", fr.Label, c.Children, c.Children, c.ChildrenFor)
+	ch, err := runChildren(ctx, r.bin("child"), spec.root(), filepath.Join(base, "agent"), session, c.Children, c.ChildrenFor)
 	if err != nil {
 		return err
 	}
@@ -420,8 +442,8 @@ func (r *runner) linkScenario(ctx context.Context, fr *FSResult, base, mode stri
 	}
 	c := r.cfg.Counts
 	d := newDriver(spec.root(), session, mailbox.WatchOptions{})
-	r.progress("[%s] through one %s plugin link, 1 requester, %d asks", fr.Label, mode, c.Plugin)
-	lr := r.measure(ctx, b, d, k, 1, c.Warmup, c.Plugin, 0)
+	r.progress("[%s] through one %s plugin link, 1 requester, %d asks (at most %s)", fr.Label, mode, c.Plugin, c.PluginFor)
+	lr := r.measure(ctx, b, d, k, 1, c.Warmup, c.Plugin, c.PluginFor)
 	r.progress("[%s]   %s", fr.Label, lr.brief())
 	_, err = b.stop(30 * time.Second)
 	return lr, err
@@ -481,7 +503,7 @@ func (r *runner) heldPhase(ctx context.Context, fr *FSResult, spec brokerSpec, b
 	c := r.cfg.Counts
 	d := newDriver(spec.root(), session, mailbox.WatchOptions{})
 	tail := &logTail{path: spec.logPath()}
-	r.progress("[%s] rule-resolved round trip without and with one ask held at the terminal (%d rounds of %d asks each)", fr.Label, heldRounds, c.Held/heldRounds)
+	r.progress("[%s] rule-resolved round trip without and with one ask held at the terminal (%d rounds of %d asks each side, at most %s)", fr.Label, heldRounds, c.Held/heldRounds, c.HeldFor)
 	var without, with []time.Duration
 	failed := 0
 	var firstErr error
@@ -497,7 +519,7 @@ func (r *runner) heldPhase(ctx context.Context, fr *FSResult, spec brokerSpec, b
 		if round == 0 {
 			warmup = c.Warmup
 		}
-		collect(d.closedLoop(ctx, ruleAsk, 1, warmup, c.Held/heldRounds, 0), &without)
+		collect(d.closedLoop(ctx, ruleAsk, 1, warmup, c.Held/heldRounds, c.HeldFor), &without)
 		if _, err := tail.count(); err != nil { // skip what is logged so far
 			return err
 		}
@@ -510,7 +532,7 @@ func (r *runner) heldPhase(ctx context.Context, fr *FSResult, spec brokerSpec, b
 		}()
 		_, err := tail.waitCount(ctx, 1, 10*time.Second, `"event":"forwarded_permission.prompted"`)
 		if err == nil {
-			collect(d.closedLoop(ctx, ruleAsk, 1, 0, c.Held/heldRounds, 0), &with)
+			collect(d.closedLoop(ctx, ruleAsk, 1, 0, c.Held/heldRounds, c.HeldFor), &with)
 		}
 		release()
 		<-holdDone
@@ -691,6 +713,8 @@ func readLoad() string {
 // a minute, and the figures mean little.
 var QuickCounts = Counts{
 	Serial: 200, Plugin: 100, Held: 100, Warmup: 5,
+	SerialFor: 2 * time.Second, PluginFor: 2 * time.Second, HeldFor: time.Second,
+	ChildrenFor:   2 * time.Second,
 	LoadFor:       500 * time.Millisecond,
 	PollSerialFor: time.Second, PollLoadFor: time.Second,
 	Idle:    2 * time.Second,

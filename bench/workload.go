@@ -127,8 +127,9 @@ func (r loadResult) AsksPerSec() float64 { return Rate(len(r.Latencies), r.Elaps
 // closedLoop runs requesters that each ask, wait for the answer and ask
 // again. Each first makes warmup asks (not measured); then all start
 // together and run until count asks are done in total (count > 0) or
-// until duration has passed. Elapsed runs from that common start to the
-// last answer.
+// duration has passed (duration > 0), whichever comes first: a count
+// gives tmpfs its samples, the duration keeps a slow disk within the run's
+// time budget. Elapsed runs from that common start to the last answer.
 func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, count int, duration time.Duration) loadResult {
 	res := loadResult{Requesters: requesters}
 	var (
@@ -177,11 +178,10 @@ func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, 
 				return
 			}
 			for !failed && ctx.Err() == nil {
-				if count > 0 {
-					if budget.Add(-1) < 0 {
-						return
-					}
-				} else if !time.Now().Before(deadline) {
+				if duration > 0 && !time.Now().Before(deadline) {
+					return
+				}
+				if count > 0 && budget.Add(-1) < 0 {
 					return
 				}
 				lat, err := d.ask(ctx, c, session, k)

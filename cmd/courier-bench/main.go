@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	disk := fs.String("disk", os.TempDir(), "a directory on the project's disk for the mailbox roots; empty skips disk")
 	profile := fs.String("cpuprofile-dir", "", "write a CPU profile of the first rule-resolved broker here")
 	quick := fs.Bool("quick", false, "a smoke run with small counts (figures not comparable)")
+	budget := fs.Duration("budget", bench.DefaultBudget, "skip the scenarios not started by then (0: no budget)")
 	only := fs.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(bench.Scenarios, ", "))
 	selfProfile := fs.String("driver-cpuprofile", "", "write a CPU profile of this driver (the requesters' side) to this file")
 	fs.Usage = func() {
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := bench.Config{
-		BinDir: *binDir, Counts: bench.DefaultCounts, Progress: stderr, CPUProfileDir: *profile,
+		BinDir: *binDir, Counts: bench.DefaultCounts, Progress: stderr, CPUProfileDir: *profile, Budget: *budget,
 		Command: strings.Join(append([]string{"courier-bench"}, args...), " "),
 	}
 	if *quick {
