@@ -27,25 +27,13 @@ var topLevelKeys = []struct {
 	read func(p *parser, c *Config, path string)
 }{
 	{"permission", func(p *parser, c *Config, path string) {
-		tok, at, ok := p.token()
-		if !ok {
-			return
-		}
-		if tok != json.Delim('{') {
-			p.fail(at, path, "expected an object mapping surfaces to actions, got "+describe(tok))
-			p.skipFrom(tok, path)
+		if !p.openObject(path, "expected an object mapping surfaces to actions") {
 			return
 		}
 		c.Permission = p.permissionObject(path, OriginGlobal)
 	}},
 	{"agents", func(p *parser, c *Config, path string) {
-		tok, at, ok := p.token()
-		if !ok {
-			return
-		}
-		if tok != json.Delim('{') {
-			p.fail(at, path, `expected an object mapping agent names to {"permission": {...}}, got `+describe(tok))
-			p.skipFrom(tok, path)
+		if !p.openObject(path, `expected an object mapping agent names to {"permission": {...}}`) {
 			return
 		}
 		c.Agents = p.agents(path)
@@ -78,6 +66,22 @@ var topLevelKeys = []struct {
 	{"authorizerChain", func(p *parser, c *Config, path string) {
 		c.AuthorizerChain = p.authorizerChain(path)
 	}},
+}
+
+// openObject reads the '{' that must open path's value. Anything else is
+// reported as "<expected>, got <what it is>" and skipped whole, so the
+// caller can return and parsing goes on.
+func (p *parser) openObject(path, expected string) bool {
+	tok, at, ok := p.token()
+	if !ok {
+		return false
+	}
+	if tok != json.Delim('{') {
+		p.fail(at, path, expected+", got "+describe(tok))
+		p.skipFrom(tok, path)
+		return false
+	}
+	return true
 }
 
 // boolean reads a value that must be true or false.
@@ -544,13 +548,7 @@ func (p *parser) agents(path string) map[string]Permission {
 				p.skipValue(kp)
 				return
 			}
-			tok, at, ok := p.token()
-			if !ok {
-				return
-			}
-			if tok != json.Delim('{') {
-				p.fail(at, kp, "expected an object mapping surfaces to actions, got "+describe(tok))
-				p.skipFrom(tok, kp)
+			if !p.openObject(kp, "expected an object mapping surfaces to actions") {
 				return
 			}
 			perm = p.permissionObject(kp, OriginAgent)
