@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -28,7 +32,77 @@ var camelKeyTail = regexp.MustCompile(`Keys?$`)
 // review log. Callers that build details from untrusted maps can use it to
 // decide what not to collect in the first place.
 func IsSensitiveKey(key string) bool {
+	if v, ok := sensitiveMemo.lookup(key); ok {
+		return v
+	}
+	v := matchSensitive(key)
+	sensitiveMemo.remember(key, v)
+	return v
+}
+
+// isSensitiveKeyBytes is IsSensitiveKey for a key still in JSON text, so a
+// key the memo knows costs no string.
+func isSensitiveKeyBytes(key []byte) bool {
+	if v, ok := sensitiveMemo.lookup(string(key)); ok {
+		return v
+	}
+	return IsSensitiveKey(string(key))
+}
+
+func matchSensitive(key string) bool {
 	return sensitiveKey.MatchString(key) || camelKeyTail.MatchString(key)
+}
+
+// sensitiveMemo remembers the regexps' answers. Matching them was 6 % of a
+// busy broker's CPU, for keys drawn almost all from a few dozen names the
+// code spells out. Keys can also come from plugins and requests, so the memo
+// is bounded in entries and key length: past the bound a key is matched
+// every time, as before, and a flood of new names costs no memory.
+//
+// Readers load an immutable map without locking; an addition copies it.
+// Copies stop once the bound is reached, so they cost a few hundred
+// thousand map writes over a process's life at most.
+var sensitiveMemo memo
+
+const (
+	memoMaxKeys   = 512
+	memoMaxKeyLen = 64
+)
+
+type memo struct {
+	mu sync.Mutex // serializes additions
+	m  atomic.Pointer[map[string]bool]
+}
+
+func (c *memo) lookup(key string) (sensitive, ok bool) {
+	if m := c.m.Load(); m != nil {
+		sensitive, ok = (*m)[key]
+	}
+	return sensitive, ok
+}
+
+func (c *memo) remember(key string, sensitive bool) {
+	if len(key) > memoMaxKeyLen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil && len(*old) >= memoMaxKeys {
+		return
+	}
+	var m map[string]bool
+	if old == nil {
+		m = map[string]bool{}
+	} else {
+		if _, ok := (*old)[key]; ok {
+			return
+		}
+		m = maps.Clone(*old)
+	}
+	// The key may be a slice of a large request body; keep only its bytes.
+	m[strings.Clone(key)] = sensitive
+	c.m.Store(&m)
 }
 
 // sanitize masks sensitive keys in a JSON tree and then caps every string in
