@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -58,4 +59,120 @@ func FuzzFoldKey(f *testing.F) {
 			t.Fatalf("FoldKey(%q)==FoldKey(%q) is %v, EqualFold says %v", a, b, got, want)
 		}
 	})
+}
+
+// agreementCases are documents on which the scanner must say exactly what
+// the Decoder.Token walk it replaced said, error text included: every
+// state's misplaced bytes, truncation in each kind of scalar, keys equal
+// only after decoding, and the nesting bound.
+var agreementCases = []string{
+	``, ` `, `{}`, `[]`, `1`, `-0.5e+10`, `"s"`, `true`, `false`, `null`, `{"a":1}`,
+	`{`, `[`, `{"a"`, `{"a":`, `{"a":1`, `{"a":1,`, `[1`, `[1,`, `"abc`, `tru`, `-`, `1.`, `1e`, `1e+`,
+	`{]`, `{,`, `{:`, `{1:2}`, `{{`, `{[`, `{"a" 1}`, `{"a"]`, `{"a"}`, `{"a",`, `{"a":}`, `{"a":]`,
+	`{"a":,`, `{"a"::`, `{"a":1]`, `{"a":1 "b":2}`, `{"a":1,}`, `{"a":1,]`, `{"a":1,,`, `{"a":1,1}`,
+	`[}`, `[:`, `[,`, `[1,]`, `[1,}`, `[1}`, `[1 2]`, `[1:`, `[1"a"]`, `[01]`, `[1x]`, `[-x]`, `[1.x]`,
+	`[1ex]`, `[1e+x]`, `[tx]`, `[trx]`, `[trux]`, `[fx]`, `[nx]`, `[nux]`, `[nulx]`, `[truex]`,
+	`]`, `}`, `:`, `,`, `x`, "\x00", "\xff", "\ufeff{}", `{} {}`, `{}x`, `{}]`, `1 2`, "{}\n\t ",
+	`"\x"`, `"\u12"`, `"\u12g4"`, "\"a\x01\"", "\"a\n\"", `"\`, `"\u`, `"\'"`,
+	`{"a":1,"a":2}`, `{"a":1,"A":2}`, `{"A":{"b":1,"B":2}}`, `[{"a":1},{"a":2}]`,
+	`{"a":1,"\u0041":2}`, `{"\u0061":1,"A":2}`, `{"k":1,"\u212a":2}`, "{\"k\":1,\"\u212a\":2}",
+	"{\"\xff\":1,\"\xfe\":2}", `{"\ud800":1,"\udc00":2}`, `{"\ud800\udc00":1,"\ud800\udc01":2}`,
+	"{\"\\ud83d\\ude00\":1,\"\U0001F600\":2}", `{"\ud800x":1,"\ufffdX":2}`, "{\"\xed\xa0\x80\":1,\"\ufffd\ufffd\ufffd\":2}",
+	`{"a/b":1,"a\/B":2}`, `{"\b\f\n\r\t":1,"\u0008\u000C\u000a\u000D\u0009":2}`, `{"é":1,"É":2}`, `{"é":1,"e":2}`,
+	`{"ß":1,"ẞ":2}`, `{"σ":1,"ς":2}`, `{"a":1,"b":{"a":2},"A":3}`, `{"a":1,"b":[{"A":2}],"c":3}`,
+	`{"x":1,"x"`, `{"x":1,"X"x`,
+}
+
+func TestCheckAgreesWithOracle(t *testing.T) {
+	cases := append([]string(nil), agreementCases...)
+	cases = append(cases,
+		strings.Repeat("[", MaxNesting)+strings.Repeat("]", MaxNesting),
+		strings.Repeat("[", MaxNesting+1)+strings.Repeat("]", MaxNesting+1),
+		strings.Repeat("[", MaxNesting+1)+"x",
+		strings.Repeat(`{"a":`, MaxNesting)+"1"+strings.Repeat("}", MaxNesting),
+		strings.Repeat(`{"a":`, MaxNesting+1)+"1",
+		manyKeys(maxLinearKeys-1, ""), manyKeys(maxLinearKeys, ""), manyKeys(maxLinearKeys+1, ""),
+		manyKeys(200, ""), manyKeys(200, `"K7":0`), manyKeys(200, `"k150":0`),
+		manyKeys(maxLinearKeys, `"K3":0`), manyKeys(maxLinearKeys+1, `"K3":0`),
+		`{"big":`+manyKeys(100, "")+`,"BIG":1}`, `[`+manyKeys(100, "")+`,`+manyKeys(100, `"k1":1`)+`]`,
+	)
+	for _, doc := range cases {
+		assertAgrees(t, []byte(doc))
+	}
+}
+
+// manyKeys is an object with n keys k0…k(n-1), then extra if not empty.
+func manyKeys(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	if extra != "" {
+		b.WriteString("," + extra)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func assertAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	got, want := Check(data), checkOracle(data)
+	if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+		t.Fatalf("Check(%q)\n got %v\nwant %v", data, got, want)
+	}
+	if got != nil && !errors.Is(got, ErrInvalid) {
+		t.Fatalf("Check(%q) = %v does not wrap ErrInvalid", data, got)
+	}
+}
+
+// FuzzCheckAgreesWithOracle compares the scanner with the Decoder.Token
+// walk it replaced (oracle_test.go) on arbitrary bytes: the same verdict
+// and the same error text.
+func FuzzCheckAgreesWithOracle(f *testing.F) {
+	for _, doc := range agreementCases {
+		f.Add([]byte(doc))
+	}
+	f.Add([]byte(`{"id":"perm-1","createdAt":1,"requesterSessionId":"c","targetSessionId":"p","requesterAgentName":"a","payload":{"tool":"bash","args":["ls","-la"],"n":-1.5e3,"ok":true,"x":null},"accessIntent":{"surface":"bash","matchValues":["ls -la"],"boundaryValue":null,"principal":{"sessionId":"c","agentName":"a"}}}`))
+	f.Add([]byte(manyKeys(maxLinearKeys+2, `"K5":0`)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		assertAgrees(t, data)
+	})
+}
+
+func TestCheckAllocatesNothingOnAValidDocument(t *testing.T) {
+	doc := []byte(`{"id":"perm-1","createdAt":1,"payload":{"tool":"bash","args":["ls","-la"],"é":"ü\n","n":-1.5e3},"list":[{"a":1},{"A":1}],"x":null}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if err := Check(doc); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Check allocated %v times, want 0", n)
+	}
+}
+
+func BenchmarkCheck(b *testing.B) {
+	for _, bc := range []struct{ name, doc string }{
+		{"request", `{"id":"perm-1","createdAt":1757000000000,"requesterSessionId":"child-session","targetSessionId":"parent-session","requesterAgentName":"reviewer","payload":{"tool":"bash","args":{"command":"git status --short"},"cwd":"/home/u/project"},"source":"tool_call","surface":"bash","value":"git status --short","accessIntent":{"surface":"bash","matchValues":["git status --short"],"boundaryValue":null,"requesterCwd":"/home/u/project","principal":{"sessionId":"child-session","agentName":"reviewer"}},"requesterPid":4242}`},
+		{"keys-200", manyKeys(200, "")},
+	} {
+		data := []byte(bc.doc)
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Check(data)
+			}
+		})
+		b.Run(bc.name+"/oracle", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = checkOracle(data)
+			}
+		})
+	}
 }
