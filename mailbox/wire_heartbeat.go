@@ -38,7 +38,7 @@ func DecodeHeartbeat(data []byte) (Heartbeat, error) {
 		return Heartbeat{}, ferr
 	}
 	pid, ferr := o.millis("pid", "pid")
-	if ferr == nil && !isIntegral(o["pid"]) {
+	if pidRaw, _ := o.get("pid"); ferr == nil && !isIntegral(pidRaw) {
 		ferr = &FieldError{Field: "pid", Reason: "expected a positive integer, got a fraction"}
 	}
 	if ferr == nil && (pid <= 0 || pid > math.MaxInt32) {
@@ -51,7 +51,7 @@ func DecodeHeartbeat(data []byte) (Heartbeat, error) {
 	if h.UpdatedAt, ferr = o.millis("updatedAt", "updatedAt"); ferr != nil {
 		return Heartbeat{}, ferr
 	}
-	if raw, ok := o["responseBinding"]; ok {
+	if raw, ok := o.get("responseBinding"); ok {
 		// Optional: a malformed value is ignored, as pi ignores the field.
 		h.ResponseBinding, _ = rawString(raw, "responseBinding")
 	}

@@ -3,7 +3,6 @@ package mailbox
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // RequestSource says what kind of gate raised a request. A missing source
@@ -131,19 +130,19 @@ func DecodeRequest(data []byte) (req Request, dropped []*FieldError, err error) 
 	}
 
 	drop := func(ferr *FieldError) { dropped = append(dropped, ferr) }
-	if _, ok := o["message"]; ok {
+	if o.has("message") {
 		if req.Message, ferr = o.str("message", "message"); ferr != nil {
 			drop(ferr)
 		}
 	}
-	if raw, ok := o["payload"]; ok {
+	if raw, ok := o.get("payload"); ok {
 		if kindOf(raw) == '{' {
 			req.Payload = append(json.RawMessage(nil), raw...)
 		} else {
 			drop(&FieldError{Field: "payload", Reason: "expected an object, got " + describe(raw)})
 		}
 	}
-	if raw, ok := o["source"]; ok {
+	if raw, ok := o.get("source"); ok {
 		s, ferr := rawString(raw, "source")
 		switch src := RequestSource(s); {
 		case ferr != nil:
@@ -156,17 +155,17 @@ func DecodeRequest(data []byte) (req Request, dropped []*FieldError, err error) 
 	}
 	req.Surface = o.optionalDisplay("surface", drop)
 	req.Value = o.optionalDisplay("value", drop)
-	if raw, ok := o["sessionApproval"]; ok {
+	if raw, ok := o.get("sessionApproval"); ok {
 		if req.SessionApproval, ferr = decodeSessionApproval(raw); ferr != nil {
 			drop(ferr)
 		}
 	}
-	if raw, ok := o["accessIntent"]; ok {
+	if raw, ok := o.get("accessIntent"); ok {
 		if req.AccessIntent, ferr = decodeAccessIntent(raw); ferr != nil {
 			drop(ferr)
 		}
 	}
-	if raw, ok := o["requesterPid"]; ok {
+	if raw, ok := o.get("requesterPid"); ok {
 		pid, ferr := rawMillis(raw, "requesterPid")
 		if ferr == nil && (!isIntegral(raw) || pid <= 0 || pid > 1<<31-1) {
 			ferr = &FieldError{Field: "requesterPid", Reason: "expected a positive integer process id"}
@@ -183,7 +182,7 @@ func DecodeRequest(data []byte) (req Request, dropped []*FieldError, err error) 
 // optionalDisplay reads a string|null display member; null and absent both
 // read as "".
 func (o object) optionalDisplay(field string, drop func(*FieldError)) string {
-	raw, ok := o[field]
+	raw, ok := o.get(field)
 	if !ok || isNull(raw) {
 		return ""
 	}
@@ -200,25 +199,24 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 	if err != nil {
 		return nil, &FieldError{Field: path, Reason: "expected an object, got " + describe(raw)}
 	}
-	if grantsRaw, ok := o["grants"]; ok {
-		var items []json.RawMessage
-		if kindOf(grantsRaw) != '[' || json.Unmarshal(grantsRaw, &items) != nil || len(items) == 0 {
+	if grantsRaw, ok := o.get("grants"); ok {
+		items, ok := arrayItems(grantsRaw)
+		if !ok || len(items) == 0 {
 			return nil, &FieldError{Field: path + ".grants", Reason: "expected a non-empty array of {surface, pattern}"}
 		}
 		sa := &SessionApproval{Grants: make([]Grant, 0, len(items))}
 		for i, item := range items {
-			at := path + ".grants[" + strconv.Itoa(i) + "]"
 			g, err := asObject(item)
 			if err != nil {
-				return nil, &FieldError{Field: at, Reason: "expected an object {surface, pattern}, got " + describe(item)}
+				return nil, &FieldError{Field: itemPath(path+".grants", i), Reason: "expected an object {surface, pattern}, got " + describe(item)}
 			}
-			surface, ferr := g.nonEmptyStr("surface", at+".surface")
+			surface, ferr := g.nonEmptyStr("surface", "")
 			if ferr != nil {
-				return nil, ferr
+				return nil, ferr.at(itemPath(path+".grants", i) + ".surface")
 			}
-			pattern, ferr := g.nonEmptyStr("pattern", at+".pattern")
+			pattern, ferr := g.nonEmptyStr("pattern", "")
 			if ferr != nil {
-				return nil, ferr
+				return nil, ferr.at(itemPath(path+".grants", i) + ".pattern")
 			}
 			sa.Grants = append(sa.Grants, Grant{Surface: surface, Pattern: pattern})
 		}
@@ -236,7 +234,7 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 	sa := &SessionApproval{Legacy: true, Grants: make([]Grant, 0, len(patterns))}
 	for i, p := range patterns {
 		if p == "" {
-			return nil, &FieldError{Field: path + ".patterns[" + strconv.Itoa(i) + "]", Reason: "empty, expected a pattern"}
+			return nil, &FieldError{Field: itemPath(path+".patterns", i), Reason: "empty, expected a pattern"}
 		}
 		sa.Grants = append(sa.Grants, Grant{Surface: surface, Pattern: p})
 	}
@@ -245,12 +243,12 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 
 // strings reads a member that must be a non-empty array of strings.
 func (o object) strings(field, path string) ([]string, *FieldError) {
-	raw, ok := o[field]
+	raw, ok := o.get(field)
 	if !ok {
 		return nil, &FieldError{Field: path, Reason: "missing, expected a non-empty array of strings"}
 	}
-	var items []json.RawMessage
-	if kindOf(raw) != '[' || json.Unmarshal(raw, &items) != nil {
+	items, ok := arrayItems(raw)
+	if !ok {
 		return nil, &FieldError{Field: path, Reason: "expected a non-empty array of strings, got " + describe(raw)}
 	}
 	if len(items) == 0 {
@@ -258,9 +256,9 @@ func (o object) strings(field, path string) ([]string, *FieldError) {
 	}
 	out := make([]string, len(items))
 	for i, item := range items {
-		s, ferr := rawString(item, path+"["+strconv.Itoa(i)+"]")
+		s, ferr := rawString(item, "")
 		if ferr != nil {
-			return nil, ferr
+			return nil, ferr.at(itemPath(path, i))
 		}
 		out[i] = s
 	}
@@ -283,7 +281,7 @@ func decodeAccessIntent(raw json.RawMessage) (*AccessIntent, *FieldError) {
 	if ai.MatchValues, ferr = o.strings("matchValues", path+".matchValues"); ferr != nil {
 		return nil, ferr
 	}
-	if raw, ok := o["boundaryValue"]; ok && !isNull(raw) {
+	if raw, ok := o.get("boundaryValue"); ok && !isNull(raw) {
 		s, ferr := rawString(raw, path+".boundaryValue")
 		if ferr != nil {
 			return nil, ferr
@@ -293,7 +291,7 @@ func decodeAccessIntent(raw json.RawMessage) (*AccessIntent, *FieldError) {
 	if ai.RequesterCwd, ferr = o.str("requesterCwd", path+".requesterCwd"); ferr != nil {
 		return nil, ferr
 	}
-	principalRaw, ok := o["principal"]
+	principalRaw, ok := o.get("principal")
 	if !ok {
 		return nil, &FieldError{Field: path + ".principal", Reason: "missing, expected {sessionId, agentName}"}
 	}
@@ -307,29 +305,28 @@ func decodeAccessIntent(raw json.RawMessage) (*AccessIntent, *FieldError) {
 	if ai.Principal.AgentName, ferr = p.str("agentName", path+".principal.agentName"); ferr != nil {
 		return nil, ferr
 	}
-	if _, ok := o["floor"]; ok {
+	if o.has("floor") {
 		if ai.Floor, ferr = o.nonEmptyStr("floor", path+".floor"); ferr != nil {
 			return nil, ferr
 		}
 	}
-	if unitsRaw, ok := o["askingUnits"]; ok {
-		var items []json.RawMessage
-		if kindOf(unitsRaw) != '[' || json.Unmarshal(unitsRaw, &items) != nil || len(items) == 0 {
+	if unitsRaw, ok := o.get("askingUnits"); ok {
+		items, ok := arrayItems(unitsRaw)
+		if !ok || len(items) == 0 {
 			return nil, &FieldError{Field: path + ".askingUnits", Reason: "expected a non-empty array of {command, floor?}"}
 		}
 		ai.AskingUnits = make([]AskingUnit, len(items))
 		for i, item := range items {
-			at := path + ".askingUnits[" + strconv.Itoa(i) + "]"
 			u, err := asObject(item)
 			if err != nil {
-				return nil, &FieldError{Field: at, Reason: "expected an object {command, floor?}, got " + describe(item)}
+				return nil, &FieldError{Field: itemPath(path+".askingUnits", i), Reason: "expected an object {command, floor?}, got " + describe(item)}
 			}
-			if ai.AskingUnits[i].Command, ferr = u.str("command", at+".command"); ferr != nil {
-				return nil, ferr
+			if ai.AskingUnits[i].Command, ferr = u.str("command", ""); ferr != nil {
+				return nil, ferr.at(itemPath(path+".askingUnits", i) + ".command")
 			}
-			if _, ok := u["floor"]; ok {
-				if ai.AskingUnits[i].Floor, ferr = u.nonEmptyStr("floor", at+".floor"); ferr != nil {
-					return nil, ferr
+			if u.has("floor") {
+				if ai.AskingUnits[i].Floor, ferr = u.nonEmptyStr("floor", ""); ferr != nil {
+					return nil, ferr.at(itemPath(path+".askingUnits", i) + ".floor")
 				}
 			}
 		}

@@ -86,7 +86,7 @@ func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err erro
 	if err != nil {
 		return Response{}, nil, err
 	}
-	raw, ok := o["approved"]
+	raw, ok := o.get("approved")
 	if !ok {
 		return Response{}, nil, &FieldError{Field: "approved", Reason: "missing, expected a boolean"}
 	}
@@ -108,7 +108,7 @@ func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err erro
 	if resp.ResponderSessionID, ferr = o.nonEmptyStr("responderSessionId", "responderSessionId"); ferr != nil {
 		return Response{}, nil, ferr
 	}
-	if raw, ok := o["respondedAt"]; ok {
+	if raw, ok := o.get("respondedAt"); ok {
 		if resp.RespondedAt, ferr = rawMillis(raw, "respondedAt"); ferr != nil {
 			return Response{}, nil, ferr
 		}
@@ -117,19 +117,19 @@ func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err erro
 	}
 
 	drop := func(ferr *FieldError) { dropped = append(dropped, ferr) }
-	if raw, ok := o["denialReason"]; ok && !isNull(raw) {
+	if raw, ok := o.get("denialReason"); ok && !isNull(raw) {
 		if resp.DenialReason, ferr = rawString(raw, "denialReason"); ferr != nil {
 			drop(ferr)
 		}
 	}
-	if raw, ok := o["decidedBy"]; ok && !isNull(raw) {
+	if raw, ok := o.get("decidedBy"); ok && !isNull(raw) {
 		if src, ok := provenance.Decode(raw); ok {
 			resp.DecidedBy = src
 		} else {
 			drop(&FieldError{Field: "decidedBy", Reason: "not a well-formed decision source (unknown kind, wrong types, or nested deeper than 4)"})
 		}
 	}
-	if raw, ok := o["sessionGrantWidth"]; ok {
+	if raw, ok := o.get("sessionGrantWidth"); ok {
 		w, ferr := rawString(raw, "sessionGrantWidth")
 		switch gw := GrantWidth(w); {
 		case ferr != nil:
@@ -141,7 +141,7 @@ func DecodeResponse(data []byte) (resp Response, dropped []*FieldError, err erro
 		}
 	}
 	for _, field := range []string{"requestId", "requestSha256"} {
-		raw, ok := o[field]
+		raw, ok := o.get(field)
 		if !ok {
 			continue
 		}

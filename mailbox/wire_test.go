@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/provenance"
 )
 
@@ -321,5 +323,97 @@ func addFixtures(f *testing.F, prefix string) {
 			f.Fatal(err)
 		}
 		f.Add(data)
+	}
+}
+
+// FuzzSplitAgreesWithUnmarshal pins the readers' splitting of a checked
+// document (asObject, arrayItems, plainString, smallInt) to what
+// encoding/json's Unmarshal, which they replaced, makes of the same bytes:
+// the same members with the same raw values, the same array items, the
+// same strings and numbers, at every depth.
+func FuzzSplitAgreesWithUnmarshal(f *testing.F) {
+	addFixtures(f, "")
+	for _, doc := range []string{
+		`{}`, `[]`, ` { "a" : [ 1 , "x" , { } ] , "b" : -0.5e3 } `, `{"\u0069d":"x","i\u0064x":1}`,
+		`{"s":"\u00e9\n\"","t":"é","u":"` + "\xff" + `","n":123456789012345678,"m":-1234567890123456789}`,
+		`[[],{},"",0,-0,1e2,true,false,null,"\\"]`, `{"a":{"b":{"c":[{"d":"e"}]}}}`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if strictjson.Check(data) != nil {
+			return
+		}
+		compareSplit(t, bytes.TrimSpace(data), 0)
+	})
+}
+
+func compareSplit(t *testing.T, raw json.RawMessage, depth int) {
+	t.Helper()
+	switch kindOf(raw) {
+	case '{':
+		o, err := asObject(raw)
+		if err != nil {
+			t.Fatalf("asObject(%s): %v", raw, err)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(o) != len(want) {
+			t.Fatalf("asObject(%s): %d members, Unmarshal %d", raw, len(o), len(want))
+		}
+		for name, value := range want {
+			got, ok := o.get(name)
+			if !ok || !bytes.Equal(got, value) {
+				t.Fatalf("asObject(%s)[%q] = %s (%v), Unmarshal %s", raw, name, got, ok, value)
+			}
+			compareSplit(t, got, depth+1)
+		}
+	case '[':
+		items, ok := arrayItems(raw)
+		var want []json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil || !ok || len(items) != len(want) {
+			t.Fatalf("arrayItems(%s) = %d items (%v), Unmarshal %d (%v)", raw, len(items), ok, len(want), err)
+		}
+		for i := range want {
+			if !bytes.Equal(items[i], want[i]) {
+				t.Fatalf("arrayItems(%s)[%d] = %s, Unmarshal %s", raw, i, items[i], want[i])
+			}
+			compareSplit(t, items[i], depth+1)
+		}
+	case '"':
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := plainString(raw); ok && got != want {
+			t.Fatalf("plainString(%s) = %q, Unmarshal %q", raw, got, want)
+		}
+		if got, ferr := rawString(raw, "x"); ferr != nil || got != want {
+			t.Fatalf("rawString(%s) = %q, %v, Unmarshal %q", raw, got, ferr, want)
+		}
+	default:
+		if n, ok := smallInt(raw); ok {
+			want, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil || n != want {
+				t.Fatalf("smallInt(%s) = %d, ParseInt %d (%v)", raw, n, want, err)
+			}
+		}
+	}
+}
+
+// asObject and arrayItems trust that their input passed strictjson.Check,
+// but bytes that did not must still end in an error, never a hang.
+func TestSplitRefusesUncheckedBytes(t *testing.T) {
+	for _, doc := range []string{`{`, `{"a"`, `{"a":`, `{"a":}`, `{"a":1,`, `{1:2}`, `{"a" 1}`, `{"a":,}`} {
+		if _, err := asObject(json.RawMessage(doc)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("asObject(%s) = %v, want ErrMalformed", doc, err)
+		}
+	}
+	for _, doc := range []string{`[`, `[1,`, `[}`, `[,}`, `[1 }`} {
+		if _, ok := arrayItems(json.RawMessage(doc)); ok {
+			t.Errorf("arrayItems(%s) succeeded", doc)
+		}
 	}
 }

@@ -20,9 +20,11 @@ type WriteOptions struct {
 	// SyncDir fsyncs the destination directory after the rename, so the
 	// new name itself survives a crash of the machine, not just its
 	// content. It costs a disk flush (about a millisecond on ext4,
-	// nothing on tmpfs); responses use it because a request is deleted
-	// once its response is written, and a lost response would leave the
-	// child with nothing.
+	// nothing on tmpfs), so it is for state that outlives the session,
+	// such as courier's grant journals. Mailbox files (requests,
+	// responses, heartbeats) do not use it: they matter only while the
+	// child and the broker both live, and a power cut ends both
+	// (docs/decisions/0007).
 	SyncDir bool
 }
 
@@ -58,20 +60,31 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 	return l.WriteFile(path, data, WriteOptions{})
 }
 
-// WriteResponse publishes the broker's answer to requestID, durably. It
-// first recreates responses/ if a child's cleanup removed it between the
-// request being read and answered (pi #398), but it never recreates the
-// session directory: a session directory that is gone means every child
-// abandoned the inbox, and an answer there would be an orphan.
+// WriteResponse publishes the broker's answer to requestID atomically: a
+// crash of either process leaves no file or the whole answer. It does not
+// fsync the directory, so a power cut may lose the answer, but it also
+// ends the child that waits for it (docs/decisions/0007).
+//
+// If a child's cleanup removed responses/ between the request being read
+// and answered (pi #398), the write fails with the directory missing;
+// WriteResponse then recreates responses/ and writes once more. It never
+// recreates the session directory: a session directory that is gone means
+// every child abandoned the inbox, and an answer there would be an orphan.
+// responses/ is created only on that failure, not before every answer,
+// because it is almost always there and each system call costs.
 func (l Layout) WriteResponse(session, requestID string, data []byte) error {
 	path, err := l.ResponsePath(session, requestID)
 	if err != nil {
 		return err
 	}
+	err = l.WriteFile(path, data, WriteOptions{})
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
 		return err
 	}
-	return l.WriteFile(path, data, WriteOptions{SyncDir: true})
+	return l.WriteFile(path, data, WriteOptions{})
 }
 
 // within refuses a path that is not strictly below the root.
