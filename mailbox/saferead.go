@@ -90,7 +90,7 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	if err := ignoringEINTR(func() error { return unix.Lstat(path, &pre) }); err != nil {
 		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	if err := checkFileMode(path, pre.Mode); err != nil {
+	if err := checkFileMode(path, uint32(pre.Mode)); err != nil {
 		return nil, err
 	}
 
@@ -120,7 +120,7 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if err := checkFileMode(path, st.Mode); err != nil {
+	if err := checkFileMode(path, uint32(st.Mode)); err != nil {
 		return nil, err
 	}
 	if st.Nlink == 0 {
@@ -255,7 +255,7 @@ func CheckTree(dir string) error {
 			return nil
 		default:
 			if top {
-				problems = append(problems, refuse(path, ErrNotDirectory, "%s", typeName(st.Mode)))
+				problems = append(problems, refuse(path, ErrNotDirectory, "%s", typeName(uint32(st.Mode))))
 			}
 			return nil
 		}
