@@ -10,6 +10,12 @@
 // A round trip is timed in the requester, from before its request is
 // built to the decision in hand: forward.Client.Forward arms its watch,
 // writes the request atomically, waits, reads and removes the answer.
+// The requesters of one run share one forward.Client, as the subagents of
+// an in-process host would: each is its own child session, and one inotify
+// watch of the broker's responses/ serves them all. The Client is closed
+// when the run ends, so its start-up is inside the measured CPU and its
+// watch does not outlive the run; a real `child ask` process has a Client
+// of its own.
 // Every answer is checked (decided by a rule, by the plugin link, or
 // "unavailable" from the terminal, as the workload expects); an ask that
 // got anything else is counted as failed and kept out of the latencies.

@@ -528,7 +528,9 @@ func (r *runner) heldPhase(ctx context.Context, fr *FSResult, spec brokerSpec, b
 		go func() {
 			defer close(holdDone)
 			// Its answer is "unavailable" when released; not measured.
-			_, _ = d.ask(holdCtx, d.client(), "bench-held", heldAsk)
+			c := d.client()
+			defer c.Close()
+			_, _ = d.ask(holdCtx, c, "bench-held", heldAsk)
 		}()
 		_, err := tail.waitCount(ctx, 1, 10*time.Second, `"event":"forwarded_permission.prompted"`)
 		if err == nil {

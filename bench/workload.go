@@ -83,6 +83,9 @@ func newDriver(root, target string, watch mailbox.WatchOptions) *driver {
 	return d
 }
 
+// client is a Client for the requesters of one run, which share it as the
+// subagents of one in-process host would: one watch of the broker's
+// responses/ for all of them. The caller closes it when the run ends.
 func (d *driver) client() *forward.Client {
 	return &forward.Client{Layout: d.layout, Watch: d.watch, Timeout: askTimeout}
 }
@@ -125,11 +128,12 @@ type loadResult struct {
 func (r loadResult) AsksPerSec() float64 { return Rate(len(r.Latencies), r.Elapsed) }
 
 // closedLoop runs requesters that each ask, wait for the answer and ask
-// again. Each first makes warmup asks (not measured); then all start
-// together and run until count asks are done in total (count > 0) or
-// duration has passed (duration > 0), whichever comes first: a count
-// gives tmpfs its samples, the duration keeps a slow disk within the run's
-// time budget. Elapsed runs from that common start to the last answer.
+// again, each its own child session, all through one Client. Each first
+// makes warmup asks (not measured); then all start together and run until
+// count asks are done in total (count > 0) or duration has passed
+// (duration > 0), whichever comes first: a count gives tmpfs its samples,
+// the duration keeps a slow disk within the run's time budget. Elapsed
+// runs from that common start to the last answer.
 func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, count int, duration time.Duration) loadResult {
 	res := loadResult{Requesters: requesters}
 	var (
@@ -153,13 +157,14 @@ func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, 
 		res.Latencies = append(res.Latencies, lat)
 	}
 	var deadline time.Time
+	c := d.client()
+	defer c.Close()
 	warmed.Add(requesters)
 	finished.Add(requesters)
 	for i := range requesters {
 		session := "bench-" + k.Name + "-" + strconv.Itoa(i)
 		go func() {
 			defer finished.Done()
-			c := d.client()
 			// A requester stops at its first wrong answer: the figure is
 			// failed anyway, and a broker that does not answer would
 			// otherwise cost askTimeout per remaining ask.

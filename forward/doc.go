@@ -11,11 +11,23 @@
 // pi's exact sentence as the reason, never a user's denial; the request is
 // deleted first, so a late answer cannot arrive for an ask already given up.
 //
+// A parent's liveness is judged from its heartbeat only once an answer
+// has been awaited for LivenessInterval: an answer that comes sooner
+// proves the parent serves, and most do. Whether the parent binds its
+// answers (see below) is read from the heartbeat only for an answer that
+// carries no binding.
+//
 // # Event-driven
 //
 // The watch on responses/ is armed before the request is written, so the
 // answer cannot slip in between, and the wait is woken by inotify (or the
-// polling fallback), not by a 250 ms tick.
+// polling fallback), not by a 250 ms tick. The Forwards of one Client share
+// one inotify instance and one goroutine, which hands each arriving file
+// name to the Forward waiting for it: requesters in one process cost one
+// wake-up per answer, where watches of their own would each be woken by
+// every answer in the directory. Where inotify cannot be had (the per-user
+// instance limit) or the Client polls, each Forward watches on its own.
+// Close releases the shared watch; an idle one is released by itself.
 //
 // # Only its own answer
 //

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -68,6 +70,11 @@ const ReasonNotBound = "The parent session's permission response does not answer
 
 // Client forwards asks through one mailbox root. The zero value of every
 // field but Layout is a sensible default.
+//
+// A Client may be used by any number of goroutines at once, and should
+// be: its Forwards share one inotify watch of each parent's responses/
+// directory (see Close), where Clients of their own would each be woken
+// by every answer. A Client must not be copied after first use.
 type Client struct {
 	Layout mailbox.Layout
 	// Log receives the review entries; nil logs nothing.
@@ -90,6 +97,11 @@ type Client struct {
 	// OnWarning receives problems worth a line on stderr (a failed log
 	// write, a dropped response field); nil discards them.
 	OnWarning func(error)
+
+	mu           sync.Mutex
+	watcher      *responseWatcher // started by the first Forward
+	retryWatcher time.Time        // no new watcher before, after a failure
+	closed       bool
 }
 
 func (c *Client) now() time.Time {
@@ -145,33 +157,48 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 	// The answer must be bound to these very bytes (mailbox.CheckBinding).
 	digest := mailbox.RequestDigest(data)
-	if err := c.Layout.EnsureInbox(target); err != nil {
+
+	// Armed before the request exists, so the answer cannot slip past.
+	wait, err := c.armWait(ctx, target, respPath)
+	if ie := (*inboxError)(nil); errors.As(err, &ie) {
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "preparing the mailbox", "error": err.Error()})
 		return c.abandon(req, "", fmt.Sprintf(reasonDirsFormat, target))
-	}
-
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Armed before the request exists, so the answer cannot slip past.
-	watch, err := mailbox.WatchFile(waitCtx, respPath, c.Watch)
-	if err != nil {
+	} else if err != nil {
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "watching for the response", "error": err.Error()})
 		return c.abandon(req, "", ReasonNotWritten)
 	}
-	defer watch.Close()
+	defer wait.stop()
 
-	c.log(reviewlog.ForwardedRequestCreated, map[string]any{
-		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
-		"targetSessionId": target, "requestPath": reqPath, "responsePath": respPath,
-	})
-	if err := c.Layout.WriteRequest(target, req.ID, data); err != nil {
+	if c.Log != nil {
+		c.log(reviewlog.ForwardedRequestCreated, map[string]any{
+			"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
+			"targetSessionId": target, "requestPath": reqPath, "responsePath": respPath,
+		})
+	}
+	err = c.Layout.WriteRequest(target, req.ID, data)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The shared watch found responses/ but requests/ is gone: an
+		// inbox cleaned up under us. Ensure it and retry, as pi does.
+		if err = c.Layout.EnsureInbox(target); err == nil {
+			wait.rearm()
+			err = c.Layout.WriteRequest(target, req.ID, data)
+		}
+	}
+	if err != nil {
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": ReasonNotWritten, "error": err.Error()})
 		return c.abandon(req, reqPath, ReasonNotWritten)
 	}
+	// The shared watch signals what arrives from now on. A file that was
+	// there before the request cannot answer it (a broker answers what it
+	// read); should it be a plant, the watch's rescan finds and refuses it
+	// within RescanInterval, and the broker's answer renamed over it wakes
+	// the wait at once.
 
 	timeout := orDefault(c.Timeout, DefaultTimeout)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	// The heartbeat is first read one LivenessInterval into the wait: an
+	// answer that comes sooner proves a serving parent, and most do.
 	var liveness <-chan time.Time
 	if !c.NoHeartbeat {
 		t := time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
@@ -201,18 +228,25 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 		}
 		return s, c.now().Sub(unservedSince) < grace
 	}
-	if !c.NoHeartbeat {
-		checkServing()
-	} else if s, err := c.Layout.CheckServing(target, c.now()); err == nil {
-		learnBinding(s) // a courier parent, even when its liveness is not judged
+	// Whether the parent binds matters only for an answer that carries no
+	// binding: a bound one is checked field for field either way. So the
+	// heartbeat is read for it only then (a courier parent, even when its
+	// liveness is not judged, announces it).
+	insisting := func() bool {
+		if !insist {
+			if s, err := c.Layout.CheckServing(target, c.now()); err == nil {
+				learnBinding(s)
+			}
+		}
+		return insist
 	}
 
 	// A refused file (see collect) is read again only once something
 	// changed: another file is there, or the request is gone.
-	pending := watch.Arrived() // nil once a file was refused
 	var (
+		refused bool
 		recheck *time.Ticker
-		refused fileStamp
+		stamp   fileStamp
 	)
 	defer func() {
 		if recheck != nil {
@@ -226,20 +260,20 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 		return recheck.C
 	}
 	answer := func() (decision.Decision, bool) {
-		d, done := c.collect(req, reqPath, respPath, digest, insist)
-		if !done {
-			pending, refused = nil, stampOf(respPath)
+		d, got := c.collect(req, reqPath, respPath, digest, insisting, wait.repeats())
+		if got == gotRefused {
+			refused, stamp = true, stampOf(respPath)
 			if recheck == nil {
 				recheck = time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
 			}
 		}
-		return d, done
+		return d, got == gotAnswer
 	}
 	worthReading := func() bool {
-		if pending != nil {
-			return arrived(watch)
+		if !refused {
+			return exists(respPath)
 		}
-		if stampOf(respPath) != refused {
+		if stampOf(respPath) != stamp {
 			return true
 		}
 		_, err := os.Lstat(reqPath)
@@ -247,10 +281,16 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 
 	for {
+		var pending <-chan struct{}
+		if !refused {
+			pending = wait.signal()
+		}
 		select {
 		case <-pending:
-			if d, ok := answer(); ok {
-				return d
+			if wait.woken(ctx) {
+				if d, ok := answer(); ok {
+					return d
+				}
 			}
 		case <-recheckC():
 			if worthReading() {
@@ -280,7 +320,14 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 			return c.abandon(req, reqPath, reason)
 		case <-liveness:
 			s, ok := checkServing()
-			if ok || (pending != nil && arrived(watch)) {
+			if ok {
+				continue
+			}
+			if !refused && exists(respPath) {
+				// An answer came in as the grace ran out: take it.
+				if d, ok := answer(); ok {
+					return d
+				}
 				continue
 			}
 			reason := fmt.Sprintf(reasonNotServingFmt, target)
@@ -294,19 +341,24 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 }
 
-func arrived(w *mailbox.FileWatch) bool {
-	select {
-	case <-w.Arrived():
-		return true
-	default:
-		return false
-	}
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // seconds formats a duration the way pi's `${timeoutMs / 1000}` does.
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Milliseconds())/1000, 'f', -1, 64)
 }
+
+// What collect made of the file at the answer's path.
+type collected int
+
+const (
+	gotAnswer  collected = iota // the decision is final
+	gotNothing                  // no file there (yet): keep waiting
+	gotRefused                  // not the answer, and the request is still there
+)
 
 // collect reads the answer at respPath and nests the responder's decider.
 // Once it accepts an answer it deletes the request, then the response: in
@@ -317,21 +369,27 @@ func seconds(d time.Duration) string {
 // answer this request (mailbox.CheckBinding; insist once the parent's
 // heartbeat announced bound answers). While the request is still on disk
 // nobody has answered it, so a refused file is a plant or another
-// request's answer: collect returns done=false, and the caller waits for
+// request's answer: collect returns gotRefused, and the caller waits for
 // the broker to write its answer over it. Once the request is gone the
 // broker has answered (it writes before it removes): the file is read once
 // more, and a refusal then is final: unavailable, as pi's unreadable answer.
-func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, insist bool) (d decision.Decision, done bool) {
+//
+// With waitAbsent, no file at all while the request is on disk is
+// gotNothing, not a refusal: the caller's watch will say when one comes.
+func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, insist func() bool, waitAbsent bool) (d decision.Decision, got collected) {
 	target := req.TargetSessionID
 	resp, dropped, readErr := readAnswer(req.ID, respPath, digest, insist)
 	if readErr != nil {
 		if _, err := os.Lstat(reqPath); err == nil {
+			if waitAbsent && errors.Is(readErr, fs.ErrNotExist) {
+				return decision.Decision{}, gotNothing
+			}
 			c.log(reviewlog.ForwardingWarning, map[string]any{
 				"requestId": req.ID, "message": "Refused a forwarded permission response; waiting for the parent's own answer",
 				"responsePath": respPath, "error": readErr.Error(),
 			})
 			c.warn(fmt.Errorf("refused %s, waiting for the parent's own answer: %w", respPath, readErr))
-			return decision.Decision{}, false
+			return decision.Decision{}, gotRefused
 		}
 		resp, dropped, readErr = readAnswer(req.ID, respPath, digest, insist)
 	}
@@ -354,19 +412,22 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, 
 		}
 		d := decision.NobodyAnswered(reason)
 		c.logFinal(req.ID, d)
-		return d, true
+		return d, gotAnswer
 	}
 	d = decision.FromResponse(resp)
-	c.log(reviewlog.ForwardedResponseReceived, map[string]any{
-		"requestId": req.ID, "approved": resp.Approved, "state": string(resp.State), "denialReason": nullable(resp.DenialReason),
-		"responderSessionId": resp.ResponderSessionID, "targetSessionId": target, "responsePath": respPath, "decidedBy": d.DecidedBy,
-	})
+	if c.Log != nil {
+		c.log(reviewlog.ForwardedResponseReceived, map[string]any{
+			"requestId": req.ID, "approved": resp.Approved, "state": string(resp.State), "denialReason": nullable(resp.DenialReason),
+			"responderSessionId": resp.ResponderSessionID, "targetSessionId": target, "responsePath": respPath, "decidedBy": d.DecidedBy,
+		})
+	}
 	c.logFinal(req.ID, d)
-	return d, true
+	return d, gotAnswer
 }
 
 // readAnswer reads, decodes and checks the binding of the file at respPath.
-func readAnswer(requestID, respPath, digest string, insist bool) (mailbox.Response, []*mailbox.FieldError, error) {
+// insist is asked only about an answer that carries no binding.
+func readAnswer(requestID, respPath, digest string, insist func() bool) (mailbox.Response, []*mailbox.FieldError, error) {
 	data, err := mailbox.ReadFile(respPath)
 	if err != nil {
 		return mailbox.Response{}, nil, err
@@ -375,7 +436,7 @@ func readAnswer(requestID, respPath, digest string, insist bool) (mailbox.Respon
 	if err != nil {
 		return mailbox.Response{}, nil, err
 	}
-	if err := mailbox.CheckBinding(resp, requestID, digest, insist); err != nil {
+	if err := mailbox.CheckBinding(resp, requestID, digest, !resp.Bound() && insist()); err != nil {
 		return mailbox.Response{}, nil, err
 	}
 	return resp, dropped, nil
@@ -417,6 +478,9 @@ func (c *Client) abandon(req mailbox.Request, reqPath, reason string) decision.D
 // logFinal writes the child's terminal entry for the ask, which carries
 // the decider as every terminal entry must.
 func (c *Client) logFinal(requestID string, d decision.Decision) {
+	if c.Log == nil {
+		return // spares building the entry
+	}
 	event := reviewlog.RequestDenied
 	if d.Approved() {
 		event = reviewlog.RequestApproved

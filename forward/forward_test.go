@@ -57,7 +57,9 @@ func newClient(t *testing.T) (*Client, mailbox.Request) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Client{Layout: layout, NoHeartbeat: true, Timeout: time.Minute}, req
+	c := &Client{Layout: layout, NoHeartbeat: true, Timeout: time.Minute}
+	t.Cleanup(c.Close)
+	return c, req
 }
 
 // serveOnce answers the first request that appears, in process, with resp.
