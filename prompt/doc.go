@@ -1,6 +1,6 @@
 // Package prompt is the operator's prompt at the broker (`broker serve
-// --terminal tty`): a [serve.Terminal] that shows each ask the rules and
-// the authorizer chain left open to the human at the broker's terminal, and
+// --terminal tty`): a [serve.Holder] that shows each ask the rules and the
+// authorizer chain left open to the human at the broker's terminal, and
 // returns the human's answer.
 //
 // # What the operator sees
@@ -37,12 +37,15 @@
 //
 // # Several asks
 //
-// Decide may be called from many goroutines at once; it never waits for
-// the terminal, only for its own answer. Asks are shown one at a time, in
-// arrival order, with the count of those waiting. When an ask's context
-// ends (its child gave up, the prompt timeout passed, the broker is
-// stopping) it leaves the queue at once; if it was on screen, the next one
-// shows from its start and a notice says why the other left. Keys pressed
+// The broker hands asks over with Hold, which queues the ask and returns
+// at once; the answer comes back through a callback. A queued ask costs no
+// goroutine, and nothing is made from it (its cleaned text, its layout)
+// until it reaches the screen, so thousands may wait. Decide is the same
+// for a caller that waits. Asks are shown one at a time, in arrival order,
+// with the count of those waiting. An ask withdrawn (its child gave up,
+// the prompt timeout passed, the broker is stopping) leaves the queue at
+// once; if it was on screen, the next one shows from its start and a
+// notice says why the other left. Keys pressed
 // in the first moments of a new ask (DefaultArmDelay) are ignored, and
 // the footer says so: a double press, or a key aimed at an ask that
 // vanished, never answers the next one.

@@ -72,18 +72,22 @@ var forSubagent = decision.Decision{
 	State: decision.StateApprovedForSession, DecidedBy: byTerminal, SessionGrantWidth: mailbox.GrantProven,
 }
 
-// entry is one ask waiting for the operator.
+// entry is one ask waiting for the operator. It keeps the ask and nothing
+// made from it until the ask reaches the screen: thousands may wait.
 type entry struct {
-	ask  serve.Ask
-	view view
-	// answer receives the operator's decision, once; it is buffered so the
-	// prompt never waits for the asker.
-	answer chan decision.Decision
+	// ask is the broker's (see serve.Holder): read, never written.
+	ask *serve.Ask
+	// view is made when the ask reaches the screen (show).
+	view *view
+	// done hears the ask's fate, once: whoever takes the entry out of the
+	// queue (an answer, a withdrawal, Close) calls it, outside the lock.
+	done func(decision.Decision)
+	// prev and next link the queue; queued says the entry is in it.
+	prev, next *entry
+	queued     bool
 }
 
-func newEntry(ask serve.Ask) *entry {
-	return &entry{ask: ask, view: describe(ask), answer: make(chan decision.Decision, 1)}
-}
+func newEntry(ask serve.Ask) *entry { return &entry{ask: &ask} }
 
 // grantable reports whether "yes, for this session" offers the scope
 // choice: only when the child said what a session grant would record.
@@ -95,9 +99,12 @@ func (e *entry) grantable() bool {
 // is in answering the first. It is pure (no I/O, no clock of its own, no
 // goroutines), so every key sequence can be tested without a terminal.
 type machine struct {
-	// queue holds the asks in arrival order; the first is on screen.
-	queue []*entry
-	stage stage
+	// first and last end the queue of asks, a list in arrival order; the
+	// first is on screen. A list, so that an ask anywhere in a queue of
+	// thousands leaves it at once.
+	first, last *entry
+	length      int
+	stage       stage
 	// cursor is the highlighted option of the current choice.
 	cursor int
 	// reason is the denial reason typed so far.
@@ -116,20 +123,10 @@ type machine struct {
 	answered int
 }
 
-func (m *machine) head() *entry {
-	if len(m.queue) == 0 {
-		return nil
-	}
-	return m.queue[0]
-}
+func (m *machine) head() *entry { return m.first }
 
 // waiting is how many asks wait behind the one on screen.
-func (m *machine) waiting() int {
-	if len(m.queue) == 0 {
-		return 0
-	}
-	return len(m.queue) - 1
-}
+func (m *machine) waiting() int { return max(m.length-1, 0) }
 
 // armed reports whether keys count at now.
 func (m *machine) armed(now time.Time) bool {
@@ -138,36 +135,73 @@ func (m *machine) armed(now time.Time) bool {
 
 // push queues an ask; if nothing was on screen, it is shown at once.
 func (m *machine) push(e *entry, now time.Time) {
-	m.queue = append(m.queue, e)
-	if len(m.queue) == 1 {
+	e.prev, e.next, e.queued = m.last, nil, true
+	if m.last != nil {
+		m.last.next = e
+	} else {
+		m.first = e
+	}
+	m.last = e
+	m.length++
+	if m.first == e {
 		m.show(now)
 	}
 }
 
-// show resets the dialog for a new ask at the head.
+// unlink takes e out of the queue.
+func (m *machine) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		m.first = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		m.last = e.prev
+	}
+	e.prev, e.next, e.queued = nil, nil, false
+	m.length--
+}
+
+// drain empties the queue and returns what it held, in order.
+func (m *machine) drain() []*entry {
+	out := make([]*entry, 0, m.length)
+	for m.first != nil {
+		e := m.first
+		m.unlink(e)
+		out = append(out, e)
+	}
+	return out
+}
+
+// show resets the dialog for a new ask at the head and describes it: the
+// strings of an ask are cleaned and laid out only once it is on screen.
 func (m *machine) show(now time.Time) {
 	m.stage, m.cursor, m.reason = stageChoose, 0, nil
 	m.armedAt = now.Add(m.armDelay)
+	if e := m.first; e != nil && e.view == nil {
+		v := describe(*e.ask)
+		e.view = &v
+	}
 }
 
 // withdraw takes an ask out of the queue without an answer (its requester
 // gave up, the prompt timed out); why says so to the operator if it was on
 // screen. It reports whether the ask was still queued.
 func (m *machine) withdraw(e *entry, why string, now time.Time) bool {
-	for i, q := range m.queue {
-		if q != e {
-			continue
-		}
-		m.queue = append(m.queue[:i], m.queue[i+1:]...)
-		if i == 0 {
-			m.notice = fmt.Sprintf("the ask from %s left the queue: %s", e.view.summary, why)
-			if len(m.queue) > 0 {
-				m.show(now)
-			}
-		}
-		return true
+	if !e.queued {
+		return false
 	}
-	return false
+	onScreen := e == m.first
+	m.unlink(e)
+	if onScreen {
+		m.notice = fmt.Sprintf("the ask from %s left the queue: %s", e.view.summary, why)
+		if m.first != nil {
+			m.show(now)
+		}
+	}
+	return true
 }
 
 // press applies one key. When it answers the ask on screen, it returns
@@ -196,9 +230,9 @@ func (m *machine) press(k key, now time.Time) (*entry, decision.Decision, bool) 
 	if !done {
 		return nil, decision.Decision{}, false
 	}
-	m.queue = m.queue[1:]
+	m.unlink(e)
 	m.answered++
-	if len(m.queue) > 0 {
+	if m.first != nil {
 		m.show(now)
 	}
 	return e, d, true

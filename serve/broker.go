@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
@@ -31,14 +33,15 @@ const ReasonSessionEnded = "The session ended before this permission request was
 // Defaults of the Broker's knobs.
 const (
 	// DefaultSweepInterval is how often in-flight requests are checked for
-	// a requester that gave up or died, and how often housekeeping runs.
+	// a requester that gave up or died; housekeeping runs every
+	// housekeepingEvery sweeps.
 	DefaultSweepInterval = time.Second
 	// DefaultWorkers read and resolve requests in parallel; asks that wait
 	// for the chain or the terminal leave their worker at once.
 	DefaultWorkers = 4
 	// tempMaxAge is when a staged temp file is surely abandoned.
 	tempMaxAge = 10 * time.Minute
-	// housekeepingEvery runs the slower sweeps every this many ticks.
+	// housekeepingEvery runs the slower sweeps every this many sweeps.
 	housekeepingEvery = 10
 )
 
@@ -88,8 +91,16 @@ type Broker struct {
 	inflight  map[string]*pending        // by request id
 	answered  map[string]time.Time       // ids answered this run, for re-deliveries
 	unwritten map[string]unwrittenAnswer // decided, but the response write failed
+	// registered numbers the in-flight registrations and sweeps the
+	// sweeps, so that a sweep judges only what was registered before it
+	// listed the inbox.
+	registered, sweeps uint64
+	// escalated counts the asks that left their worker and are not yet
+	// concluded (deciding, or held by the terminal).
 	escalated sync.WaitGroup
 	watcher   *mailbox.Watcher
+	// alive is sweepInflight's scratch: each requester pid, alive or not.
+	alive map[int]bool
 }
 
 // unwrittenAnswer is a decision whose response could not be written, with
@@ -103,8 +114,14 @@ type unwrittenAnswer struct {
 // pending is a request between being read and being answered.
 type pending struct {
 	cancel context.CancelCauseFunc
-	path   string
-	pid    int
+	// withdraw takes the ask back from a Holder terminal; nil until one
+	// holds it.
+	withdraw func(cause error)
+	name     string // the request file's name in requests/
+	pid      int
+	// seq is the registration's number; seen is the last sweep whose
+	// listing of the inbox held the request file.
+	seq, seen uint64
 }
 
 func (b *Broker) now() time.Time {
@@ -165,28 +182,28 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.inflight = make(map[string]*pending)
 	b.answered = make(map[string]time.Time)
 	b.unwritten = make(map[string]unwrittenAnswer)
+	b.alive = make(map[int]bool)
 
 	// Every response is bound to its request (finish); say so, so that a
 	// courier child refuses an unbound answer planted in our name.
 	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now, ResponseBinding: mailbox.BindingSHA256}
-	if err := heartbeat.Publish(); err != nil {
-		b.report(fmt.Errorf("publishing the heartbeat: %w", err))
+	publish := func() {
+		if err := heartbeat.Publish(); err != nil {
+			b.report(fmt.Errorf("heartbeat: %w", err))
+		}
 	}
+	publish()
 	b.log(reviewlog.ForwardedServingStarted, map[string]any{"sessionId": session})
 
 	// The watcher and the heartbeat outlive ctx until every pending
 	// request has its answer: children keep waiting while we shut down.
 	background, stopBackground := context.WithCancel(context.Background())
-	var bg sync.WaitGroup
+	watcherDone := make(chan struct{})
 	b.watcher = mailbox.NewWatcher(requests, b.watchOptions())
-	bg.Add(2)
-	go func() { defer bg.Done(); b.watcher.Run(background) }()
-	go func() {
-		defer bg.Done()
-		heartbeat.Run(background, mailbox.HeartbeatInterval, func(err error) { b.report(fmt.Errorf("heartbeat: %w", err)) })
-	}()
+	go func() { defer close(watcherDone); b.watcher.Run(background) }()
 
 	handling, endHandling := context.WithCancelCause(context.Background())
+	defer endHandling(nil) // shutdown ends it first, with errSessionEnded
 	workers := b.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers
@@ -211,30 +228,75 @@ func (b *Broker) Run(ctx context.Context) error {
 		}()
 	}
 
-	interval := b.SweepInterval
-	if interval <= 0 {
-		interval = DefaultSweepInterval
+	// One timer for the heartbeat, the sweeps and housekeeping: an idle
+	// broker wakes once per tick, not once for each.
+	sweepInterval := b.SweepInterval
+	if sweepInterval <= 0 {
+		sweepInterval = DefaultSweepInterval
 	}
-	ticker := time.NewTicker(interval)
-	for tick := 1; ; tick++ {
+	beat := newBeat(time.Now(), sweepInterval, mailbox.HeartbeatInterval)
+	ticker := time.NewTicker(beat.tick)
+	defer ticker.Stop()
+	stopping, stopped := ctx.Done(), chan struct{}(nil)
+	for sweeps := 0; ; {
 		select {
-		case <-ctx.Done():
+		case <-stopping:
+			// Shut down beside this loop, which keeps the heartbeat
+			// fresh until every pending request has its answer.
+			stopping, stopped = nil, make(chan struct{})
+			go func() {
+				defer close(stopped)
+				b.shutdown(endHandling, stopWorkers, &workersDone, requests)
+			}()
+		case <-stopped:
 			ticker.Stop()
-			b.shutdown(endHandling, stopWorkers, &workersDone, requests)
 			stopBackground()
-			bg.Wait()
+			<-watcherDone
 			if err := heartbeat.Withdraw(); err != nil {
 				b.report(fmt.Errorf("withdrawing the heartbeat: %w", err))
 			}
 			b.log(reviewlog.ForwardedServingStopped, map[string]any{"sessionId": session})
 			return nil
-		case <-ticker.C:
-			b.sweepInflight()
-			if tick%housekeepingEvery == 0 {
-				b.housekeeping()
+		case now := <-ticker.C:
+			heartbeat, sweep := beat.due(now)
+			if heartbeat {
+				publish()
+			}
+			if sweep && stopped == nil {
+				b.sweepInflight()
+				if sweeps++; sweeps%housekeepingEvery == 0 {
+					b.housekeeping()
+				}
 			}
 		}
 	}
+}
+
+// beat is the serve loop's one timer, for the heartbeat and the sweeps: it
+// ticks at the shorter of their intervals, and each is due on the first
+// tick that is about its interval after its last run. Elapsed time, not a
+// count of ticks, decides: a ticker drops the ticks of a busy loop.
+type beat struct {
+	tick                       time.Duration
+	heartbeatEvery, sweepEvery time.Duration
+	lastHeartbeat, lastSweep   time.Time
+}
+
+func newBeat(now time.Time, sweep, heartbeat time.Duration) *beat {
+	return &beat{tick: min(sweep, heartbeat), heartbeatEvery: heartbeat, sweepEvery: sweep, lastHeartbeat: now, lastSweep: now}
+}
+
+// due reports what is due at now, and counts it as run. Half a tick of
+// slack: a tick that comes a little early still counts.
+func (t *beat) due(now time.Time) (heartbeat, sweep bool) {
+	slack := t.tick / 2
+	if now.Sub(t.lastHeartbeat) >= t.heartbeatEvery-slack {
+		heartbeat, t.lastHeartbeat = true, now
+	}
+	if now.Sub(t.lastSweep) >= t.sweepEvery-slack {
+		sweep, t.lastSweep = true, now
+	}
+	return heartbeat, sweep
 }
 
 func (b *Broker) watchOptions() mailbox.WatchOptions {
@@ -256,6 +318,17 @@ func (b *Broker) shutdown(endHandling context.CancelCauseFunc, stopWorkers chan 
 	close(stopWorkers)
 	workers.Wait()
 	endHandling(errSessionEnded)
+	// The asks a terminal holds hear it too (an ask handed over after
+	// this finds its context ended: see hold).
+	b.mu.Lock()
+	var withdraw []func()
+	for _, p := range b.inflight {
+		withdraw = p.end(errSessionEnded, withdraw)
+	}
+	b.mu.Unlock()
+	for _, w := range withdraw {
+		w()
+	}
 	b.escalated.Wait()
 	// What is left on disk was never picked up: answer it too.
 	entries, err := os.ReadDir(requests)
@@ -273,21 +346,109 @@ func (b *Broker) shutdown(endHandling context.CancelCauseFunc, stopWorkers chan 
 }
 
 // sweepInflight cancels the work on requests whose child gave up (the
-// request file is gone) or died (its pid no longer exists).
+// request file is gone) or died (its pid no longer exists; its request is
+// removed). Its cost does not grow with the asks held per child: one
+// listing of the inbox and one kill(pid, 0) per distinct requester.
 func (b *Broker) sweepInflight() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	for id, p := range b.inflight {
-		if _, err := os.Lstat(p.path); errors.Is(err, os.ErrNotExist) {
-			p.cancel(errRequesterGone)
-			continue
-		}
-		if p.pid > 0 && !mailbox.ProcessAlive(p.pid) {
-			p.cancel(fmt.Errorf("%w: process %d is gone", errRequesterGone, p.pid))
-			b.remove(p.path)
-			b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": id, "requestPath": p.path, "reason": "requester process " + strconv.Itoa(p.pid) + " exited"})
+	if len(b.inflight) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	// A request registered by now was read from its file before: if the
+	// listing below lacks the file, it went away since. One registered
+	// later may have been written after the listing; it waits for the
+	// next sweep.
+	listed := b.registered
+	clear(b.alive)
+	for _, p := range b.inflight {
+		if p.pid > 0 {
+			b.alive[p.pid] = false
 		}
 	}
+	b.mu.Unlock()
+
+	names, err := readDirNames(b.watcher.Dir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Absence is not proven: judge nothing this time.
+		b.report(fmt.Errorf("listing the inbox: %w", err))
+		return
+	}
+	for pid := range b.alive {
+		b.alive[pid] = mailbox.ProcessAlive(pid)
+	}
+
+	type gone struct {
+		id string
+		p  *pending
+	}
+	var dead []gone
+	b.mu.Lock()
+	b.sweeps++
+	for _, name := range names {
+		if p := b.inflight[strings.TrimSuffix(name, ".json")]; p != nil && p.name == name {
+			p.seen = b.sweeps
+		}
+	}
+	var withdraw []func()
+	for id, p := range b.inflight {
+		switch {
+		case p.seq > listed:
+		case p.seen != b.sweeps:
+			withdraw = p.end(errRequesterGone, withdraw)
+		case p.pid > 0 && !b.alive[p.pid]:
+			withdraw = p.end(fmt.Errorf("%w: process %d is gone", errRequesterGone, p.pid), withdraw)
+			dead = append(dead, gone{id, p})
+		}
+	}
+	b.mu.Unlock()
+	for _, w := range withdraw {
+		w()
+	}
+	for _, d := range dead {
+		path := b.requestPath(d.p.name)
+		b.remove(path)
+		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": d.id, "requestPath": path, "reason": "requester process " + strconv.Itoa(d.p.pid) + " exited"})
+	}
+}
+
+// end cancels the work on a request with cause and, when a terminal
+// holds its ask, appends the ask's withdrawal to withdraw, for the caller
+// to run once b.mu is released. The first cause is what the request's
+// context reports.
+func (p *pending) end(cause error, withdraw []func()) []func() {
+	p.cancel(cause)
+	if w := p.withdraw; w != nil {
+		withdraw = append(withdraw, func() { w(cause) })
+	}
+	return withdraw
+}
+
+// endRequest is end for request id, if it is still in flight.
+func (b *Broker) endRequest(id string, cause error) {
+	b.mu.Lock()
+	var withdraw []func()
+	if p := b.inflight[id]; p != nil {
+		withdraw = p.end(cause, nil)
+	}
+	b.mu.Unlock()
+	for _, w := range withdraw {
+		w()
+	}
+}
+
+// requestPath is the path of a request file named name.
+func (b *Broker) requestPath(name string) string {
+	return filepath.Join(b.watcher.Dir(), name)
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // housekeeping removes what nobody will ever collect and restores the
@@ -382,7 +543,7 @@ func (b *Broker) reject(name, path, why string, err error) {
 // escalation goroutine. It never panics: a failure to decide is a
 // gate_error denial.
 func (b *Broker) handle(ctx context.Context, name string) {
-	path := filepath.Join(b.watcher.Dir(), name)
+	path := b.requestPath(name)
 	id, err := mailbox.RequestIDFromName(name)
 	if err != nil {
 		b.reject(name, path, "its name is not <id>.json", err)
@@ -439,7 +600,7 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		b.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": "dropped a malformed optional field", "error": d.Error()})
 	}
 	if unwritten {
-		b.finish(ctx, req, name, path, u.d, u.digest)
+		b.finish(req, name, path, u.d, u.digest, "")
 		return
 	}
 	digest := mailbox.RequestDigest(data)
@@ -458,20 +619,20 @@ func (b *Broker) handle(ctx context.Context, name string) {
 
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	b.mu.Lock()
-	b.inflight[req.ID] = &pending{cancel: cancel, path: path, pid: req.RequesterPID}
+	b.registered++
+	b.inflight[req.ID] = &pending{cancel: cancel, name: name, pid: req.RequesterPID, seq: b.registered}
 	b.mu.Unlock()
 
 	if context.Cause(ctx) == nil {
-		if d, decided := b.recordedAuthority(req, path); decided {
-			b.finish(reqCtx, req, name, path, d, digest)
+		if d, event, decided := b.recordedAuthority(req); decided {
+			// The response first: the review entry that says the rules
+			// decided is written after it, off the child's wait.
+			b.finish(req, name, path, d, digest, event)
 			return
 		}
 	}
 	b.escalated.Add(1)
-	go func() {
-		defer b.escalated.Done()
-		b.escalate(reqCtx, req, name, path, digest)
-	}()
+	go b.escalate(&escalation{ctx: reqCtx, ask: Ask{Request: req}, name: name, digest: digest})
 }
 
 // writeGrace is how long a malformed request file is given to be
@@ -536,8 +697,10 @@ func (b *Broker) orphaned(req mailbox.Request) string {
 }
 
 // recordedAuthority is SPEC §4 step 1: the rules and session grants, only
-// for a request that carries the child-fixed facts.
-func (b *Broker) recordedAuthority(req mailbox.Request, path string) (decision.Decision, bool) {
+// for a request that carries the child-fixed facts. With a decision it
+// returns the review event that records it (auto_approved or
+// auto_denied), for finish to write.
+func (b *Broker) recordedAuthority(req mailbox.Request) (decision.Decision, string, bool) {
 	var (
 		rd rules.Decision
 		by func() provenance.Source
@@ -554,82 +717,167 @@ func (b *Broker) recordedAuthority(req mailbox.Request, path string) (decision.D
 			return provenance.Rule{Surface: "bash", Pattern: rd.Pattern, Origin: provenance.Str(DisplayValueOrigin + "/" + string(rd.Origin))}
 		}
 	default:
-		return decision.Decision{}, false
+		return decision.Decision{}, "", false
 	}
-	var d decision.Decision
-	var event string
 	switch rd.Action {
 	case rules.Allow:
-		d, event = decision.Allow(by()), reviewlog.ForwardedAutoApproved
+		return decision.Allow(by()), reviewlog.ForwardedAutoApproved, true
 	case rules.Deny:
-		d, event = decision.Deny(rd.Reason, by()), reviewlog.ForwardedAutoDenied
-	default:
-		return decision.Decision{}, false
+		return decision.Deny(rd.Reason, by()), reviewlog.ForwardedAutoDenied, true
 	}
-	details := b.baseDetails(req, path)
-	details["decidedBy"] = d.DecidedBy
-	b.log(event, details)
-	return d, true
+	return decision.Decision{}, "", false
 }
 
-// escalate runs the chain and the terminal for an ask (SPEC §4 steps 2-3).
-func (b *Broker) escalate(ctx context.Context, req mailbox.Request, name, path, digest string) {
-	d := b.ask(ctx, req, path)
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errRequesterGone):
-		b.settle(req.ID)
-		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": cause.Error()})
-		b.watcher.Done(name)
+// escalation is an ask that left its worker for the chain and the
+// terminal, until it is concluded. Thousands may be held at a terminal at
+// once: it keeps only what concluding needs, and the request once, in ask
+// (which a Holder shares).
+type escalation struct {
+	// ctx ends when the child gives up, the prompt times out or the
+	// broker stops; its cause says which.
+	ctx          context.Context
+	ask          Ask
+	name, digest string
+	// timer is the prompt timeout's, if there is one.
+	timer *time.Timer
+	// concluded makes a terminal's second answer a no-op.
+	concluded atomic.Bool
+}
+
+func (x *escalation) req() *mailbox.Request { return &x.ask.Request }
+
+// escalate runs the chain and the terminal for an ask (SPEC §4 steps 2-3),
+// on a goroutine of its own. A terminal that is a Holder keeps the ask
+// without it: the goroutine ends once the ask is handed over, and the ask
+// is concluded on a fresh goroutine when the terminal calls back.
+func (b *Broker) escalate(x *escalation) {
+	if d, decided := b.consult(x); decided {
+		b.conclude(x, d)
 		return
-	case errors.Is(cause, errSessionEnded):
-		d = decision.NobodyAnswered(ReasonSessionEnded)
 	}
-	b.finish(ctx, req, name, path, d, digest)
+	if b.PromptTimeout > 0 {
+		id := x.req().ID
+		x.timer = time.AfterFunc(b.PromptTimeout, func() { b.endRequest(id, errPromptTimeout) })
+	}
+	if h, ok := b.Terminal.(Holder); ok {
+		b.hold(h, x)
+		return
+	}
+	d := b.decide(x)
+	b.conclude(x, d)
 }
 
-func (b *Broker) ask(ctx context.Context, req mailbox.Request, path string) (d decision.Decision) {
+// consult logs the ask as prompted and runs the chain. It returns the
+// chain's decision, or decided false when every link deferred; x.ask then
+// has the rules' resolution for the terminal.
+func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
+	req := x.req()
 	defer func() {
 		if r := recover(); r != nil {
-			reason := fmt.Sprintf("deciding failed: %v", r)
-			b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to escalate forwarded permission request", "error": reason, "stack": string(debug.Stack())})
-			d = decision.Deny("", provenance.GateError{Reason: reason})
+			d, decided = b.failed(req, r), true
 		}
 	}()
-	if context.Cause(ctx) != nil {
-		return decision.NobodyAnswered(ReasonSessionEnded)
+	if context.Cause(x.ctx) != nil {
+		return decision.NobodyAnswered(ReasonSessionEnded), true
 	}
-	var rd rules.Decision
 	if req.AccessIntent != nil {
-		rd = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+		x.ask.Resolution = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
 	}
-	details := b.baseDetails(req, path)
-	if rd.Floor != "" {
-		details["floor"] = rd.Floor
+	details := b.baseDetails(*req, b.requestPath(x.name))
+	if floor := x.ask.Resolution.Floor; floor != "" {
+		details["floor"] = floor
 	}
 	b.log(reviewlog.ForwardedPrompted, details)
 	if b.Chain != nil {
-		if d, ok := b.Chain.Resolve(ctx, req); ok {
-			return d
+		if d, ok := b.Chain.Resolve(x.ctx, *req); ok {
+			return d, true
 		}
 	}
-	termCtx := ctx
-	if b.PromptTimeout > 0 {
-		var cancel context.CancelFunc
-		termCtx, cancel = context.WithTimeoutCause(ctx, b.PromptTimeout, errPromptTimeout)
-		defer cancel()
+	return decision.Decision{}, false
+}
+
+// decide asks a terminal that is not a Holder, on this goroutine.
+func (b *Broker) decide(x *escalation) (d decision.Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = b.failed(x.req(), r)
+		}
+	}()
+	return b.Terminal.Decide(x.ctx, x.ask)
+}
+
+// hold hands the ask to a Holder and keeps its withdrawal with the
+// request, where the sweep, the prompt timeout and shutdown find it. The
+// answer is concluded on a goroutine of its own, never on the terminal's,
+// and only the first counts.
+func (b *Broker) hold(h Holder, x *escalation) {
+	done := func(d decision.Decision) {
+		if x.concluded.CompareAndSwap(false, true) {
+			go b.conclude(x, d)
+		}
 	}
-	d = b.Terminal.Decide(termCtx, Ask{Request: req, Resolution: rd})
-	if context.Cause(ctx) == nil && errors.Is(context.Cause(termCtx), errPromptTimeout) {
-		return decision.NobodyAnswered(fmt.Sprintf("Nobody answered the prompt within %s", b.PromptTimeout))
+	var withdraw func(error)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done(b.failed(x.req(), r))
+			}
+		}()
+		withdraw = h.Hold(&x.ask, done)
+	}()
+	if withdraw == nil {
+		return
 	}
-	return d
+	b.mu.Lock()
+	if p := b.inflight[x.req().ID]; p != nil {
+		p.withdraw = withdraw
+	}
+	// Ended before the withdrawal was kept: nobody else will withdraw it.
+	cause := context.Cause(x.ctx)
+	b.mu.Unlock()
+	if cause != nil {
+		withdraw(cause)
+	}
+}
+
+// failed is the gate_error denial of an ask whose deciding panicked.
+func (b *Broker) failed(req *mailbox.Request, r any) decision.Decision {
+	reason := fmt.Sprintf("deciding failed: %v", r)
+	b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to escalate forwarded permission request", "error": reason, "stack": string(debug.Stack())})
+	return decision.Deny("", provenance.GateError{Reason: reason})
+}
+
+// conclude answers an escalated ask with d, unless its child gave up, and
+// ends its escalation. An ask that ended unanswered is answered for what
+// ended it: the session, or the prompt timeout.
+func (b *Broker) conclude(x *escalation, d decision.Decision) {
+	defer b.escalated.Done()
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	req, path := x.req(), b.requestPath(x.name)
+	switch cause := context.Cause(x.ctx); {
+	case errors.Is(cause, errRequesterGone):
+		b.settle(req.ID)
+		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": cause.Error()})
+		b.watcher.Done(x.name)
+		return
+	case errors.Is(cause, errSessionEnded):
+		d = decision.NobodyAnswered(ReasonSessionEnded)
+	case errors.Is(cause, errPromptTimeout):
+		d = decision.NobodyAnswered(fmt.Sprintf("Nobody answered the prompt within %s", b.PromptTimeout))
+	}
+	b.finish(*req, x.name, path, d, x.digest, "")
 }
 
 var errPromptTimeout = errors.New("prompt timeout")
 
 // finish applies the grant scope, writes the response durably, bound to
 // the request bytes (digest) it decides, and only then removes the request.
-func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path string, d decision.Decision, digest string) {
+// ruled, when not empty, is the review event of the recorded authority
+// that decided (auto_approved, auto_denied); it is logged once the
+// response is written (or could not be), before finish's own entry.
+func (b *Broker) finish(req mailbox.Request, name, path string, d decision.Decision, digest, ruled string) {
 	defer b.settle(req.ID)
 	if d.State == decision.StateApprovedForServingSession {
 		b.recordWholeSession(req, path, d)
@@ -646,6 +894,7 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 		b.mu.Lock()
 		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
 		b.mu.Unlock()
+		b.logRuled(ruled, req, path, d)
 		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to write forwarded permission response", "responsePath": respPath, "error": err.Error()})
 		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
 		b.watcher.Forget(name)
@@ -656,6 +905,7 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 	b.answered[req.ID] = b.now()
 	b.mu.Unlock()
 	removed := b.remove(path)
+	b.logRuled(ruled, req, path, d)
 	event := reviewlog.ForwardedDenied
 	if d.Approved() {
 		event = reviewlog.ForwardedApproved
@@ -667,6 +917,16 @@ func (b *Broker) finish(ctx context.Context, req mailbox.Request, name, path str
 		"denialReason": nullable(d.DenialReason), "decidedBy": d.DecidedBy,
 	})
 	b.release(name, removed)
+}
+
+// logRuled writes the recorded authority's review entry, if any.
+func (b *Broker) logRuled(event string, req mailbox.Request, path string, d decision.Decision) {
+	if event == "" {
+		return
+	}
+	details := b.baseDetails(req, path)
+	details["decidedBy"] = d.DecidedBy
+	b.log(event, details)
 }
 
 // settle ends a request's time in flight and releases its context.

@@ -13,13 +13,20 @@
 //
 // # Concurrency
 //
-// Every request runs on its own goroutine, so a human deliberating or a
-// slow plugin never delays a rule-resolved answer to another child. A
-// request is never handled twice at once (the watcher hands a name to one
-// consumer), never answered twice (this broker's own answer on disk, bound
-// to the same request bytes, or an in-memory answer short-circuits), and a
-// decision whose response could not be written is kept and rewritten on
-// the next attempt rather than resolved again.
+// A few workers read requests and answer those the rules decide, the
+// response first and the review entries after it. An ask for the chain or
+// the terminal leaves its worker for a goroutine of its own, so a human
+// deliberating or a slow plugin never delays a rule-resolved answer to
+// another child. A terminal that is a Holder (the operator's prompt) keeps
+// the asks it is given in its own queue: the goroutine ends once the ask
+// is handed over, and the answer is written on a fresh one, so thousands of
+// asks waiting for a human cost no goroutine each. A request is never
+// handled twice at once (the watcher hands a name to one consumer), never
+// answered twice (this broker's own answer on disk, bound to the same
+// request bytes, or an in-memory answer short-circuits; a terminal's
+// second answer is ignored), and a decision whose response could not be
+// written is kept and rewritten on the next attempt rather than resolved
+// again.
 //
 // # Bound answers
 //
@@ -31,9 +38,14 @@
 //
 // # Lifetime
 //
-// Run publishes the heartbeat every second and withdraws it on return.
-// When its context ends, every request still pending (in flight or on
-// disk) is answered "unavailable: the session ended" before Run returns.
-// A child that gives up (its request disappears, or its process dies)
-// cancels the work on its request; nobody is prompted for a dead child.
+// Run publishes the heartbeat every second and withdraws it on return; one
+// timer drives the heartbeat and the sweep of requests in flight. When its
+// context ends, every request still pending (in flight, held by the
+// terminal, or on disk) is answered "unavailable: the session ended"
+// before Run returns, with the heartbeat kept fresh meanwhile. A child
+// that gives up (its request disappears, or its process dies) cancels the
+// work on its request and withdraws its ask from the terminal; nobody is
+// prompted for a dead child. The sweep that notices costs one listing of
+// the inbox and one liveness check per requesting process, however many
+// asks are in flight.
 package serve

@@ -1,0 +1,487 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/reviewlog"
+)
+
+// queueTerminal is a Holder that keeps its asks in a map, as the prompt
+// keeps them in its queue: no goroutine per ask. The test answers them.
+type queueTerminal struct {
+	mu    sync.Mutex
+	held  map[string]*heldAsk // by request id
+	asked chan string         // request ids, as they are held
+	// withdrawn hears the request id and cause of every withdrawal that
+	// took an ask back.
+	withdrawn chan withdrawal
+	// panics makes Hold panic before it keeps the ask.
+	panics bool
+}
+
+type heldAsk struct {
+	ask  *Ask
+	done func(decision.Decision)
+}
+
+type withdrawal struct {
+	id    string
+	cause error
+}
+
+func newQueueTerminal() *queueTerminal {
+	return &queueTerminal{held: make(map[string]*heldAsk), asked: make(chan string, 1000), withdrawn: make(chan withdrawal, 1000)}
+}
+
+// Decide is never called: the broker holds asks through Hold.
+func (q *queueTerminal) Decide(context.Context, Ask) decision.Decision {
+	panic("Decide called on a Holder")
+}
+
+func (q *queueTerminal) Hold(ask *Ask, done func(decision.Decision)) func(error) {
+	if q.panics {
+		panic("the terminal broke")
+	}
+	id := ask.Request.ID
+	q.mu.Lock()
+	q.held[id] = &heldAsk{ask: ask, done: done}
+	q.mu.Unlock()
+	q.asked <- id
+	return func(cause error) {
+		q.mu.Lock()
+		h := q.held[id]
+		delete(q.held, id)
+		q.mu.Unlock()
+		if h != nil {
+			q.withdrawn <- withdrawal{id, cause}
+			h.done(decision.NobodyAnswered("withdrawn"))
+		}
+	}
+}
+
+// answer decides a held ask, as an operator would; twice says so twice.
+func (q *queueTerminal) answer(t *testing.T, id string, d decision.Decision, times int) {
+	t.Helper()
+	q.mu.Lock()
+	h := q.held[id]
+	delete(q.held, id)
+	q.mu.Unlock()
+	if h == nil {
+		t.Fatalf("ask %s is not held", id)
+	}
+	for range times {
+		h.done(d)
+	}
+}
+
+func (q *queueTerminal) count() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.held)
+}
+
+// waitAsked waits for n asks to be held and returns their ids.
+func (q *queueTerminal) waitAsked(t *testing.T, n int) []string {
+	t.Helper()
+	var ids []string
+	deadline := time.After(30 * time.Second)
+	for len(ids) < n {
+		select {
+		case id := <-q.asked:
+			ids = append(ids, id)
+		case <-deadline:
+			t.Fatalf("%d of %d asks reached the terminal", len(ids), n)
+		}
+	}
+	return ids
+}
+
+func (q *queueTerminal) waitWithdrawn(t *testing.T) withdrawal {
+	t.Helper()
+	select {
+	case w := <-q.withdrawn:
+		return w
+	case <-time.After(10 * time.Second):
+		t.Fatal("no ask was withdrawn")
+		return withdrawal{}
+	}
+}
+
+// drop writes a request the way a child would and returns it and its path.
+func drop(t *testing.T, layout mailbox.Layout, value string, pid int) (mailbox.Request, string) {
+	t.Helper()
+	req := ask(t, value)
+	req.RequesterPID = pid
+	data, err := mailbox.EncodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, writeRequest(t, layout, req.ID+".json", data)
+}
+
+// readResponse waits for the response to req and decodes it.
+func readResponse(t *testing.T, layout mailbox.Layout, req mailbox.Request) mailbox.Response {
+	t.Helper()
+	path, _ := layout.ResponsePath("parent", req.ID)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if data, err := mailbox.ReadFile(path); err == nil {
+			resp, _, err := mailbox.DecodeResponse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no response to %s", req.ID)
+		}
+	}
+}
+
+func noResponse(t *testing.T, layout mailbox.Layout, req mailbox.Request) {
+	t.Helper()
+	path, _ := layout.ResponsePath("parent", req.ID)
+	if _, err := os.Lstat(path); err == nil {
+		t.Errorf("%s was answered", req.ID)
+	}
+}
+
+// waitSettled waits until no request is in flight any more.
+func (f *fixture) waitSettled(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.broker.mu.Lock()
+		n := len(f.broker.inflight)
+		f.broker.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still in flight", n)
+		}
+	}
+}
+
+// liveProcess starts a process that lives until the test kills it.
+func liveProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a child process: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// A terminal that holds asks costs the broker no goroutine per held ask,
+// and each way a held ask can end reaches it once.
+func TestHeldAsksEnd(t *testing.T) {
+	user := provenance.User{Via: provenance.ViaTerminal}
+	tests := []struct {
+		name          string
+		promptTimeout time.Duration
+		// panics makes the terminal's Hold panic.
+		panics bool
+		// run drops the ask and ends it; it returns the request and a check
+		// of what the child reads (nil: no response at all).
+		run func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error)
+	}{
+		{"answered", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, _ := drop(t, f.layout, "make deploy", 0)
+			q.answer(t, q.waitAsked(t, 1)[0], decision.Allow(user), 1)
+			return req, approved(true)
+		}},
+		{"answered twice", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, _ := drop(t, f.layout, "make deploy", 0)
+			// The first answer counts; the second neither answers again
+			// nor upsets the broker's count of escalations.
+			q.answer(t, q.waitAsked(t, 1)[0], decision.Deny("", user), 2)
+			return req, approved(false)
+		}},
+		{"the child removes its request", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, path := drop(t, f.layout, "make deploy", 0)
+			q.waitAsked(t, 1)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if w := q.waitWithdrawn(t); w.id != req.ID || !errors.Is(w.cause, errRequesterGone) {
+				t.Errorf("withdrawn %s because %v", w.id, w.cause)
+			}
+			return req, nil
+		}},
+		{"the child dies", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			child := liveProcess(t)
+			req, path := drop(t, f.layout, "make deploy", child.Process.Pid)
+			q.waitAsked(t, 1)
+			child.Process.Kill()
+			child.Wait()
+			if w := q.waitWithdrawn(t); w.id != req.ID || !strings.Contains(w.cause.Error(), "is gone") {
+				t.Errorf("withdrawn %s because %v", w.id, w.cause)
+			}
+			waitGone(t, path)
+			return req, nil
+		}},
+		{"the prompt times out", 50 * time.Millisecond, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, _ := drop(t, f.layout, "make deploy", 0)
+			q.waitAsked(t, 1)
+			if w := q.waitWithdrawn(t); !errors.Is(w.cause, errPromptTimeout) {
+				t.Errorf("withdrawn because %v", w.cause)
+			}
+			return req, unavailable("Nobody answered the prompt within 50ms")
+		}},
+		{"the session ends", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, _ := drop(t, f.layout, "make deploy", 0)
+			q.waitAsked(t, 1)
+			f.stop()
+			if w := q.waitWithdrawn(t); !errors.Is(w.cause, errSessionEnded) {
+				t.Errorf("withdrawn because %v", w.cause)
+			}
+			return req, unavailable(ReasonSessionEnded)
+		}},
+		{"the terminal panics", 0, true, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+			req, _ := drop(t, f.layout, "make deploy", 0)
+			return req, func(resp mailbox.Response) error {
+				if g, ok := provenance.Effective(resp.DecidedBy).(provenance.GateError); !ok || !strings.Contains(g.Reason, "the terminal broke") {
+					return errors.New("not a gate error")
+				}
+				return nil
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newQueueTerminal()
+			q.panics = tt.panics
+			f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.PromptTimeout = tt.promptTimeout })
+			req, want := tt.run(t, f, q)
+			if want == nil {
+				f.waitSettled(t)
+				noResponse(t, f.layout, req)
+			} else if err := want(readResponse(t, f.layout, req)); err != nil {
+				t.Errorf("response: %v", err)
+			}
+			f.stop()
+			if n := q.count(); n != 0 {
+				t.Errorf("%d asks still held after the broker stopped", n)
+			}
+		})
+	}
+}
+
+func approved(want bool) func(mailbox.Response) error {
+	return func(resp mailbox.Response) error {
+		if resp.Approved != want {
+			return errors.New("approved is " + map[bool]string{true: "true", false: "false"}[resp.Approved])
+		}
+		return nil
+	}
+}
+
+func unavailable(reason string) func(mailbox.Response) error {
+	return func(resp mailbox.Response) error {
+		if u, ok := provenance.Effective(resp.DecidedBy).(provenance.Unavailable); !ok || u.Reason != reason {
+			return errors.New("decided by " + string(mustJSON(resp.DecidedBy)))
+		}
+		return nil
+	}
+}
+
+func mustJSON(v any) []byte {
+	data, _ := json.Marshal(v)
+	return data
+}
+
+// Many held asks: no goroutine each; a sweep withdraws every ask of a
+// requester that died; shutdown answers all the others "the session ended"
+// and waits until it has.
+func TestManyHeldAsks(t *testing.T) {
+	const n = 200
+	q := newQueueTerminal()
+	logPath := filepath.Join(t.TempDir(), "review.jsonl")
+	log, err := reviewlog.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.Log = log })
+	before := runtime.NumGoroutine()
+
+	child := liveProcess(t)
+	var dying, staying []mailbox.Request
+	for i := range n {
+		if i%2 == 0 {
+			req, _ := drop(t, f.layout, "make deploy", child.Process.Pid)
+			dying = append(dying, req)
+		} else {
+			req, _ := drop(t, f.layout, "make deploy", os.Getpid())
+			staying = append(staying, req)
+		}
+	}
+	q.waitAsked(t, n)
+	// The escalations end once their asks are handed over.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before+20; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines with %d asks held (%d before): the broker keeps a goroutine per held ask", runtime.NumGoroutine(), n, before)
+		}
+	}
+
+	child.Process.Kill()
+	child.Wait()
+	for range dying {
+		q.waitWithdrawn(t)
+	}
+	for _, req := range dying {
+		path, _ := f.layout.RequestPath("parent", req.ID)
+		waitGone(t, path)
+	}
+	if got := q.count(); got != len(staying) {
+		t.Fatalf("%d asks held, want %d", got, len(staying))
+	}
+
+	f.stop() // returns once every held ask is answered
+	for _, req := range staying {
+		if err := unavailable(ReasonSessionEnded)(readResponse(t, f.layout, req)); err != nil {
+			t.Errorf("%s: %v", req.ID, err)
+		}
+	}
+	for _, req := range dying {
+		noResponse(t, f.layout, req)
+	}
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	gone := map[string]int{}
+	for _, e := range readLog(t, logPath) {
+		if e["event"] == reviewlog.ForwardedRequesterGone {
+			gone[e["requestId"].(string)]++
+		}
+	}
+	for _, req := range dying {
+		if gone[req.ID] == 0 {
+			t.Errorf("%s: no requester_gone entry", req.ID)
+		}
+	}
+}
+
+// The rules' answer is written before the review entry that records it;
+// the entries themselves are what they were: auto_approved (or
+// auto_denied), then approved (or denied), with the same fields.
+func TestRuleResolvedReviewEntries(t *testing.T) {
+	tests := []struct {
+		value            string
+		ruled, concluded string
+	}{
+		{"git status --short", reviewlog.ForwardedAutoApproved, reviewlog.ForwardedApproved},
+		{"npm install", reviewlog.ForwardedAutoDenied, reviewlog.ForwardedDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "review.jsonl")
+			log, err := reviewlog.Open(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, Headless{}, func(b *Broker) { b.Log = log })
+			req := ask(t, tt.value)
+			f.client().Forward(t.Context(), req)
+			f.stop()
+			var events []string
+			var ruled map[string]any
+			for _, e := range readLog(t, logPath) {
+				if e["requestId"] != req.ID {
+					continue
+				}
+				events = append(events, e["event"].(string))
+				if e["event"] == tt.ruled {
+					ruled = e
+				}
+			}
+			if want := []string{tt.ruled, tt.concluded}; strings.Join(events, " ") != strings.Join(want, " ") {
+				t.Fatalf("events %v, want %v", events, want)
+			}
+			path, _ := f.layout.RequestPath("parent", req.ID)
+			for key, want := range map[string]any{
+				"source": "primary", "requesterAgentName": "Explore", "requesterSessionId": "child",
+				"targetSessionId": "parent", "requestPath": path,
+			} {
+				if ruled[key] != want {
+					t.Errorf("%s: %s = %v, want %v", tt.ruled, key, ruled[key], want)
+				}
+			}
+			if by, ok := ruled["decidedBy"].(map[string]any); !ok || by["kind"] != "rule" {
+				t.Errorf("%s: decidedBy = %v", tt.ruled, ruled["decidedBy"])
+			}
+		})
+	}
+}
+
+func readLog(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var entries []map[string]any
+	sc := bufio.NewScanner(file)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", sc.Text(), err)
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+func TestBeat(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tests := []struct {
+		name             string
+		sweep, heartbeat time.Duration   // in ms
+		ticks            []time.Duration // in ms from t0
+		want             string          // per tick: h, s, hs or -
+	}{
+		{"together", 1000, 1000, []time.Duration{1000, 2001, 2999, 4000}, "hs hs hs hs"},
+		{"fast sweeps", 20, 100, []time.Duration{20, 40, 60, 80, 100, 120}, "s s s s hs s"},
+		{"dropped ticks", 20, 100, []time.Duration{20, 140, 160}, "s hs s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			unit := time.Millisecond
+			b := newBeat(t0, tt.sweep*unit, tt.heartbeat*unit)
+			var got []string
+			for _, at := range tt.ticks {
+				h, s := b.due(t0.Add(at * unit))
+				switch {
+				case h && s:
+					got = append(got, "hs")
+				case h:
+					got = append(got, "h")
+				case s:
+					got = append(got, "s")
+				default:
+					got = append(got, "-")
+				}
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
