@@ -80,7 +80,11 @@ type WatchOptions struct {
 	// Mode is WatchFSNotify (default) or WatchPoll.
 	Mode WatchMode
 	// RescanInterval is the safety rescan while inotify is armed;
-	// default DefaultRescanInterval.
+	// default DefaultRescanInterval. A negative value leaves the safety
+	// rescan to the owner, who calls Watcher.Rescan from a timer it has
+	// anyway: a broker's one-second tick then wakes the process once,
+	// where two timers drift apart and wake it twice. (The poll cadence
+	// while inotify cannot be armed stays the watcher's own.)
 	RescanInterval time.Duration
 	// PollInterval is the scan cadence in WatchPoll mode, and also while
 	// inotify cannot be armed (the directory does not exist yet, or the
@@ -133,10 +137,11 @@ func (o WatchOptions) pollInterval() time.Duration {
 // reader. A consumer that leaves files in place must tolerate seeing one
 // again; the broker checks whether it already answered the request id.
 type Watcher struct {
-	dir   string
-	opts  WatchOptions
-	ready chan string
-	kick  chan struct{}
+	dir    string
+	opts   WatchOptions
+	ready  chan string
+	kick   chan struct{}
+	rescan chan struct{}
 
 	started atomic.Bool
 
@@ -189,11 +194,12 @@ type mailEntry struct {
 // need not exist yet.
 func NewWatcher(dir string, opts WatchOptions) *Watcher {
 	w := &Watcher{
-		dir:   filepath.Clean(dir),
-		opts:  opts,
-		ready: make(chan string),
-		kick:  make(chan struct{}, 1),
-		state: make(map[string]*mailEntry),
+		dir:    filepath.Clean(dir),
+		opts:   opts,
+		ready:  make(chan string),
+		kick:   make(chan struct{}, 1),
+		rescan: make(chan struct{}, 1),
+		state:  make(map[string]*mailEntry),
 	}
 	w.notifier = &dirNotifier{dir: w.dir, enabled: opts.Mode == WatchFSNotify, report: w.report}
 	return w
@@ -226,6 +232,16 @@ func (w *Watcher) release(name string, forget bool) {
 	}
 }
 
+// Rescan asks Run for a safety rescan (see WatchOptions.RescanInterval)
+// and returns at once; requests made while one is pending coalesce. Safe
+// to call from any goroutine, also after Run has returned.
+func (w *Watcher) Rescan() {
+	select {
+	case w.rescan <- struct{}{}:
+	default:
+	}
+}
+
 // Run watches until ctx is done, then closes Ready and returns nil, having
 // stopped every goroutine it started. It returns an error only if called
 // twice. The watch is armed before the first scan, so a file created at
@@ -246,8 +262,18 @@ func (w *Watcher) Run(ctx context.Context) error {
 	n.arm()
 	w.scan()
 
-	timer := time.NewTimer(n.interval(w.opts))
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// resetTimer arms the next scan; an interval of 0 means none (the
+	// owner calls Rescan).
+	resetTimer := func() {
+		if d := n.interval(w.opts); d > 0 {
+			timer.Reset(d)
+		} else {
+			timer.Stop()
+		}
+	}
+	resetTimer()
 	hold := w.hold
 	for {
 		w.applyReleases()
@@ -274,19 +300,19 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case ev, ok := <-events:
 			if !ok {
 				n.disarm()
-				timer.Reset(n.interval(w.opts))
+				resetTimer()
 				continue
 			}
 			if w.handleEvent(n, ev) {
 				// The directory itself went away: look for its
 				// replacement at the poll cadence.
 				w.scan()
-				timer.Reset(n.interval(w.opts))
+				resetTimer()
 			}
 		case err, ok := <-errs:
 			if !ok {
 				n.disarm()
-				timer.Reset(n.interval(w.opts))
+				resetTimer()
 				continue
 			}
 			// Events may have been lost; the directory is the truth.
@@ -295,13 +321,17 @@ func (w *Watcher) Run(ctx context.Context) error {
 				// A failing inotify instance could fail again at
 				// once; replace it at the poll cadence instead.
 				n.disarm()
-				timer.Reset(n.interval(w.opts))
+				resetTimer()
 			}
 			w.scan()
 		case <-timer.C:
 			n.check()
 			w.scan()
-			timer.Reset(n.interval(w.opts))
+			resetTimer()
+		case <-w.rescan:
+			n.check()
+			w.scan()
+			resetTimer()
 		}
 	}
 }
@@ -449,7 +479,11 @@ func (w *Watcher) scan() {
 			continue
 		}
 		present[name] = struct{}{}
-		if e := w.state[name]; e == nil || e.state != mailQueued {
+		// A queued name needs nothing, and an in-flight one is judged at
+		// Done, which compares the file's identity then: with thousands of
+		// asks held at a terminal, a stat of each every second was most
+		// of an idle broker's CPU.
+		if e := w.state[name]; e == nil || e.state == mailDone {
 			id, ok := statFileID(filepath.Join(w.dir, name))
 			w.observe(name, id, ok, false)
 		}
@@ -597,7 +631,12 @@ func (n *dirNotifier) interval(o WatchOptions) time.Duration {
 	case !n.enabled:
 		return o.pollInterval()
 	case n.armed():
+		if o.RescanInterval < 0 {
+			return 0
+		}
 		return o.rescanInterval()
+	case o.RescanInterval < 0:
+		return o.pollInterval()
 	}
 	return min(o.pollInterval(), o.rescanInterval())
 }

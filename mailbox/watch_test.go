@@ -623,3 +623,44 @@ func TestWatcherRunStopsCleanly(t *testing.T) {
 		t.Errorf("%d inotify descriptors open after Run, %d before", after, before)
 	}
 }
+
+// With a negative RescanInterval the owner drives the safety rescan: the
+// watcher keeps no timer of its own while inotify is armed, and Rescan
+// finds what events missed.
+func TestWatcherRescanOnRequest(t *testing.T) {
+	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+	hold := make(chan struct{}) // events are never read: only a scan can deliver
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: -1}, func(w *Watcher) { w.hold = hold })
+	h.waitWatching()
+	publish(t, dir, "a.json")
+	h.w.Rescan()
+	h.expect("a.json")
+	publish(t, dir, "b.json")
+	h.w.Rescan()
+	h.w.Rescan() // coalesces with the first, or runs a second scan: either way, b once
+	h.expect("b.json")
+}
+
+func TestWatcherInterval(t *testing.T) {
+	const poll, rescan = 20 * time.Millisecond, 3 * time.Second
+	armed := &dirNotifier{enabled: true, fsw: &fsnotify.Watcher{}}
+	unarmed := &dirNotifier{enabled: true}
+	polling := &dirNotifier{}
+	for _, tc := range []struct {
+		name string
+		n    *dirNotifier
+		opts WatchOptions
+		want time.Duration
+	}{
+		{"armed", armed, WatchOptions{RescanInterval: rescan, PollInterval: poll}, rescan},
+		{"armed, default", armed, WatchOptions{}, DefaultRescanInterval},
+		{"armed, owner rescans", armed, WatchOptions{RescanInterval: -1, PollInterval: poll}, 0},
+		{"not armed", unarmed, WatchOptions{RescanInterval: rescan, PollInterval: poll}, poll},
+		{"not armed, owner rescans", unarmed, WatchOptions{RescanInterval: -1, PollInterval: poll}, poll},
+		{"poll mode, owner rescans", polling, WatchOptions{Mode: WatchPoll, RescanInterval: -1, PollInterval: poll}, poll},
+	} {
+		if got := tc.n.interval(tc.opts); got != tc.want {
+			t.Errorf("%s: interval %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
