@@ -87,10 +87,14 @@ type Broker struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	mu        sync.Mutex
-	inflight  map[string]*pending        // by request id
-	answered  map[string]time.Time       // ids answered this run, for re-deliveries
-	unwritten map[string]unwrittenAnswer // decided, but the response write failed
+	mu       sync.Mutex
+	inflight map[string]*pending  // by request id
+	answered map[string]time.Time // ids answered this run, for re-deliveries
+	// answeredOrder is answered in the order written, so housekeeping
+	// forgets the old ones without walking tens of thousands of recent
+	// ones every ten seconds of an idle broker's life.
+	answeredOrder []answeredAt
+	unwritten     map[string]unwrittenAnswer // decided, but the response write failed
 	// registered numbers the in-flight registrations and sweeps the
 	// sweeps, so that a sweep judges only what was registered before it
 	// listed the inbox.
@@ -109,6 +113,12 @@ type Broker struct {
 type unwrittenAnswer struct {
 	d      decision.Decision
 	digest string
+}
+
+// answeredAt is one entry of Broker.answeredOrder.
+type answeredAt struct {
+	id string
+	at time.Time
 }
 
 // pending is a request between being read and being answered.
@@ -263,6 +273,7 @@ func (b *Broker) Run(ctx context.Context) error {
 				publish()
 			}
 			if sweep && stopped == nil {
+				b.watcher.Rescan()
 				b.sweepInflight()
 				if sweeps++; sweeps%housekeepingEvery == 0 {
 					b.housekeeping()
@@ -306,6 +317,12 @@ func (b *Broker) watchOptions() mailbox.WatchOptions {
 		// directory is missing (a pi child's cleanup removes it when
 		// empty); notice its return quickly.
 		opts.PollInterval = 20 * time.Millisecond
+	}
+	if opts.Mode == mailbox.WatchFSNotify && opts.RescanInterval == 0 {
+		// The inbox's safety rescan rides the sweep's tick (Run): one
+		// timer wakes an idle broker once a second, where the watcher's
+		// own would drift out of phase and wake it a second time.
+		opts.RescanInterval = -1
 	}
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { b.report(fmt.Errorf("watching the inbox: %w", err)) }
@@ -462,10 +479,19 @@ func (b *Broker) housekeeping() {
 	}
 	cutoff := b.now().Add(-b.forwardingTimeout())
 	b.mu.Lock()
-	for id, at := range b.answered {
-		if at.Before(cutoff) {
-			delete(b.answered, id)
+	n := 0
+	for _, a := range b.answeredOrder {
+		if !a.at.Before(cutoff) {
+			break
 		}
+		if b.answered[a.id].Equal(a.at) {
+			delete(b.answered, a.id)
+		}
+		n++
+	}
+	b.answeredOrder = b.answeredOrder[n:]
+	if len(b.answeredOrder) == 0 {
+		b.answeredOrder = nil // let a burst's backing array go
 	}
 	for id := range b.unwritten {
 		// A kept decision whose request is gone (its child gave up)
@@ -902,7 +928,9 @@ func (b *Broker) finish(req mailbox.Request, name, path string, d decision.Decis
 	}
 	b.mu.Lock()
 	delete(b.unwritten, req.ID)
-	b.answered[req.ID] = b.now()
+	at := b.now()
+	b.answered[req.ID] = at
+	b.answeredOrder = append(b.answeredOrder, answeredAt{req.ID, at})
 	b.mu.Unlock()
 	removed := b.remove(path)
 	b.logRuled(ruled, req, path, d)
