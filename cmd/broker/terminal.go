@@ -47,7 +47,7 @@ func newTerminal(spec terminalSpec) (openTerminal, error) {
 			Layout: spec.layout, Log: spec.log, Timeout: spec.forwardingTimeout, Watch: spec.watch,
 			OnWarning: func(err error) { fmt.Fprintf(spec.stderr, "broker: relay: %v\n", err) },
 		}
-		return openTerminal{Terminal: &relay.Terminal{Client: client, Session: spec.session, Parent: parent}, close: func() {}}, nil
+		return openTerminal{Terminal: &relay.Terminal{Client: client, Session: spec.session, Parent: parent}, close: client.Close}, nil
 	case "tty":
 		return openPrompt(spec)
 	}
