@@ -19,10 +19,22 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removingBinaries{m}, map[string]func(){
 		"fakeparent": fakeParentMain,
 		"tmuxrun":    tmuxRunMain,
 	})
+}
+
+// removingBinaries removes the built binaries once every test has run, not
+// when the first TestScripts ends: with -count=N the later runs use them too.
+type removingBinaries struct{ m *testing.M }
+
+func (r removingBinaries) Run() int {
+	code := r.m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	return code
 }
 
 var (
@@ -56,7 +68,6 @@ func buildBinaries(t *testing.T) string {
 // child first on PATH and a mailbox root of the script's own.
 func TestScripts(t *testing.T) {
 	bin := buildBinaries(t)
-	t.Cleanup(func() { os.RemoveAll(bin) })
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
