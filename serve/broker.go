@@ -898,7 +898,7 @@ func (b *Broker) conclude(x *escalation, d decision.Decision) {
 
 var errPromptTimeout = errors.New("prompt timeout")
 
-// finish applies the grant scope, writes the response durably, bound to
+// finish applies the grant scope, writes the response atomically, bound to
 // the request bytes (digest) it decides, and only then removes the request.
 // ruled, when not empty, is the review event of the recorded authority
 // that decided (auto_approved, auto_denied); it is logged once the
