@@ -786,6 +786,11 @@ func (b *Broker) escalate(x *escalation) {
 		x.timer = time.AfterFunc(b.PromptTimeout, func() { b.endRequest(id, errPromptTimeout) })
 	}
 	if h, ok := b.Terminal.(Holder); ok {
+		// The hand-over counts as escalated work of its own: an answer
+		// may conclude the ask (escalated.Done) while hold still runs,
+		// and Run must not return before it does.
+		b.escalated.Add(1)
+		defer b.escalated.Done()
 		b.hold(h, x)
 		return
 	}
@@ -854,14 +859,31 @@ func (b *Broker) hold(h Holder, x *escalation) {
 	if withdraw == nil {
 		return
 	}
+	withdraw = b.guardWithdraw(withdraw, x, done)
 	b.mu.Lock()
 	if p := b.inflight[x.req().ID]; p != nil {
 		p.withdraw = withdraw
 	}
 	// Ended before the withdrawal was kept: nobody else will withdraw it.
+	// (Ended because it was answered: nothing to withdraw.)
 	cause := context.Cause(x.ctx)
 	b.mu.Unlock()
-	if cause != nil {
+	if cause != nil && !x.concluded.Load() {
+		withdraw(cause)
+	}
+}
+
+// guardWithdraw wraps a terminal's withdraw so that a panic in it, which
+// would otherwise crash the broker from the sweep or shutdown, concludes
+// the ask as a gate_error denial instead: a terminal that failed to
+// withdraw may never call done, and shutdown waits for every ask.
+func (b *Broker) guardWithdraw(withdraw func(error), x *escalation, done func(decision.Decision)) func(error) {
+	return func(cause error) {
+		defer func() {
+			if r := recover(); r != nil {
+				done(b.failed(x.req(), r))
+			}
+		}()
 		withdraw(cause)
 	}
 }
