@@ -169,6 +169,26 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 	defer wait.stop()
 
+	// A courier broker announces in its heartbeat that it binds every
+	// answer; from then on an unbound answer is refused. The flag is
+	// sticky: a record rewritten without it later does not lower the bar.
+	insist := false
+	learnBinding := func(s mailbox.Serving) {
+		if s.State == mailbox.ServingAlive && s.Heartbeat.ResponseBinding == mailbox.BindingSHA256 {
+			insist = true
+		}
+	}
+	// Whether the parent binds is read before the request is published (a
+	// courier parent announces it even when its liveness is not judged,
+	// --no-heartbeat): learned only when an unbound answer arrives, it
+	// would let a plant that came first, or a record withdrawn by a
+	// restart in between, decide the ask. It matters only for an answer
+	// that carries no binding (a bound one is checked field for field
+	// either way), so an unbound answer asks again if it is not known yet.
+	if s, err := c.Layout.CheckServing(target, c.now()); err == nil {
+		learnBinding(s)
+	}
+
 	if c.Log != nil {
 		c.log(reviewlog.ForwardedRequestCreated, map[string]any{
 			"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
@@ -197,8 +217,9 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	timeout := orDefault(c.Timeout, DefaultTimeout)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	// The heartbeat is first read one LivenessInterval into the wait: an
-	// answer that comes sooner proves a serving parent, and most do.
+	// The parent's liveness is first judged one LivenessInterval into the
+	// wait: an answer that comes sooner proves a serving parent, and most
+	// do. (Whether it binds its answers is read at once, below.)
 	var liveness <-chan time.Time
 	if !c.NoHeartbeat {
 		t := time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
@@ -207,15 +228,6 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	}
 	grace := orDefault(c.Grace, DefaultGrace)
 	var unservedSince time.Time
-	// A courier broker announces in its heartbeat that it binds every
-	// answer; from then on an unbound answer is refused. The flag is
-	// sticky: a record rewritten without it later does not lower the bar.
-	insist := false
-	learnBinding := func(s mailbox.Serving) {
-		if s.State == mailbox.ServingAlive && s.Heartbeat.ResponseBinding == mailbox.BindingSHA256 {
-			insist = true
-		}
-	}
 	checkServing := func() (mailbox.Serving, bool) {
 		s, err := c.Layout.CheckServing(target, c.now())
 		learnBinding(s)
@@ -228,10 +240,6 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 		}
 		return s, c.now().Sub(unservedSince) < grace
 	}
-	// Whether the parent binds matters only for an answer that carries no
-	// binding: a bound one is checked field for field either way. So the
-	// heartbeat is read for it only then (a courier parent, even when its
-	// liveness is not judged, announces it).
 	insisting := func() bool {
 		if !insist {
 			if s, err := c.Layout.CheckServing(target, c.now()); err == nil {

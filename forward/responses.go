@@ -137,14 +137,14 @@ func (w *responseWatcher) await(path string) (*responseWaiter, error) {
 		d = &responseDir{path: dir, wd: -1, waiters: make(map[string]*responseWaiter)}
 		w.dirs[dir] = d
 	}
-	// A directory watched already is trusted without a system call: if
-	// it has been removed or replaced, its watch's last events (queued
-	// now, or soon) make the reader re-arm and rescan, and a request
-	// that finds requests/ gone re-arms at once (rearm).
-	if d.wd < 0 {
-		if err := w.rewatch(d); err != nil {
-			return nil, err
-		}
+	// Armed again even when watched already: inotify_add_watch hands back
+	// the same descriptor for the same directory, which proves the watch
+	// is on what is at the path now. Trusting the old watch to report a
+	// removal is not enough: the kernel holds IN_DELETE_SELF back while
+	// anyone keeps the removed directory open, and an answer written
+	// into its replacement would wait for the next rescan.
+	if err := w.rewatch(d); err != nil {
+		return nil, err
 	}
 	if d.waiters[name] != nil {
 		return nil, fmt.Errorf("watch responses: %s is awaited already", path)

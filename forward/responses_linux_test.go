@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,55 +16,6 @@ import (
 
 	"github.com/seed6639df8c/courier/mailbox"
 )
-
-// serveAll answers every request for session in process until the test
-// ends, as a broker does: a fresh heartbeat that announces bound answers,
-// an approval bound to each request's bytes, then the request removed.
-func serveAll(tb testing.TB, layout mailbox.Layout, session string) {
-	tb.Helper()
-	if err := layout.EnsureInbox(session); err != nil {
-		tb.Fatal(err)
-	}
-	dir, _ := layout.RequestsDir(session)
-	w := mailbox.NewWatcher(dir, mailbox.WatchOptions{})
-	hb := &mailbox.HeartbeatPublisher{Layout: layout, Session: session, ResponseBinding: mailbox.BindingSHA256}
-	if err := hb.Publish(); err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() { w.Run(ctx) })
-	wg.Go(func() { hb.Run(ctx, 0, nil) })
-	wg.Go(func() {
-		for name := range w.Ready() {
-			if id, err := mailbox.RequestIDFromName(name); err == nil {
-				answerBound(tb, layout, session, id, response(true))
-				reqPath, _ := layout.RequestPath(session, id)
-				os.Remove(reqPath)
-			}
-			w.Done(name)
-		}
-	})
-}
-
-// answerBound writes resp as session's answer to request id, bound to the
-// request's bytes on disk. A request already gone is not answered.
-func answerBound(tb testing.TB, layout mailbox.Layout, session, id string, resp mailbox.Response) {
-	reqPath, _ := layout.RequestPath(session, id)
-	data, err := mailbox.ReadFile(reqPath)
-	if err != nil {
-		return
-	}
-	resp.ResponderSessionID = session
-	out, err := mailbox.EncodeResponse(resp.Bind(id, mailbox.RequestDigest(data)))
-	if err == nil {
-		err = layout.WriteResponse(session, id, out)
-	}
-	if err != nil {
-		tb.Error(err)
-	}
-}
 
 func askTo(t *testing.T, id, target string) mailbox.Request {
 	t.Helper()
@@ -320,23 +270,6 @@ func TestResponseWatcherOneWaiterPerFile(t *testing.T) {
 	}
 	if _, err := w.await(filepath.Join(t.TempDir(), "missing", "perm-1.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("await in a missing directory: %v, want not-exist", err)
-	}
-}
-
-// The heartbeat is not read when the answer comes before the first
-// liveness check, and the answer is bound (nothing to insist on).
-func TestForwardReadsNoHeartbeatWhenTheAnswerComesFirst(t *testing.T) {
-	c, req := newClient(t)
-	c.NoHeartbeat = false
-	c.LivenessInterval = time.Hour
-	var clock atomic.Int32 // every heartbeat judgement reads the clock
-	c.Now = func() time.Time { clock.Add(1); return time.Now() }
-	serveWith(t, c, func(id string) { answerBound(t, c.Layout, "parent", id, response(true)) })
-	if d := c.Forward(t.Context(), req); !d.Approved() {
-		t.Fatalf("decision = %+v", d)
-	}
-	if n := clock.Load(); n != 0 {
-		t.Errorf("the heartbeat was judged %d times", n)
 	}
 }
 
