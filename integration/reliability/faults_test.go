@@ -322,9 +322,12 @@ func (s *suite) inotifyExhausted(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer func() { stdin.Close(); hog.Wait() }()
+	// taken is 0 when the user's instances are all held already (another
+	// run of this suite beside this one): inotify is exhausted either way,
+	// and the broker saying it polls (below) is what proves it.
 	var taken int
-	if _, err := fmt.Fscan(stdout, &taken); err != nil || taken == 0 {
-		t.Fatalf("inotifyhog took %d instances: %v", taken, err)
+	if _, err := fmt.Fscan(stdout, &taken); err != nil {
+		t.Fatalf("inotifyhog: %v", err)
 	}
 	b := r.broker("-")
 	r.serving(b)
