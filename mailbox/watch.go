@@ -232,6 +232,11 @@ func (w *Watcher) release(name string, forget bool) {
 	}
 }
 
+// List returns the names in the watched directory now, in no order, as
+// the watcher's own scan reads them: for an owner that must judge what is
+// still there (a broker's sweep of the requests it holds).
+func (w *Watcher) List() ([]string, error) { return readDirNames(w.dir) }
+
 // Rescan asks Run for a safety rescan (see WatchOptions.RescanInterval)
 // and returns at once; requests made while one is pending coalesce. Safe
 // to call from any goroutine, also after Run has returned.

@@ -103,8 +103,6 @@ type Broker struct {
 	// concluded (deciding, or held by the terminal).
 	escalated sync.WaitGroup
 	watcher   *mailbox.Watcher
-	// alive is sweepInflight's scratch: each requester pid, alive or not.
-	alive map[int]bool
 }
 
 // unwrittenAnswer is a decision whose response could not be written, with
@@ -192,7 +190,6 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.inflight = make(map[string]*pending)
 	b.answered = make(map[string]time.Time)
 	b.unwritten = make(map[string]unwrittenAnswer)
-	b.alive = make(map[int]bool)
 
 	// Every response is bound to its request (finish); say so, so that a
 	// courier child refuses an unbound answer planted in our name.
@@ -377,22 +374,22 @@ func (b *Broker) sweepInflight() {
 	// later may have been written after the listing; it waits for the
 	// next sweep.
 	listed := b.registered
-	clear(b.alive)
+	alive := make(map[int]bool) // each requester pid, probed once
 	for _, p := range b.inflight {
 		if p.pid > 0 {
-			b.alive[p.pid] = false
+			alive[p.pid] = false
 		}
 	}
 	b.mu.Unlock()
 
-	names, err := readDirNames(b.watcher.Dir())
+	names, err := b.watcher.List()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		// Absence is not proven: judge nothing this time.
 		b.report(fmt.Errorf("listing the inbox: %w", err))
 		return
 	}
-	for pid := range b.alive {
-		b.alive[pid] = mailbox.ProcessAlive(pid)
+	for pid := range alive {
+		alive[pid] = mailbox.ProcessAlive(pid)
 	}
 
 	type gone struct {
@@ -413,7 +410,7 @@ func (b *Broker) sweepInflight() {
 		case p.seq > listed:
 		case p.seen != b.sweeps:
 			withdraw = p.end(errRequesterGone, withdraw)
-		case p.pid > 0 && !b.alive[p.pid]:
+		case p.pid > 0 && !alive[p.pid]:
 			withdraw = p.end(fmt.Errorf("%w: process %d is gone", errRequesterGone, p.pid), withdraw)
 			dead = append(dead, gone{id, p})
 		}
@@ -457,15 +454,6 @@ func (b *Broker) endRequest(id string, cause error) {
 // requestPath is the path of a request file named name.
 func (b *Broker) requestPath(name string) string {
 	return filepath.Join(b.watcher.Dir(), name)
-}
-
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
 }
 
 // housekeeping removes what nobody will ever collect and restores the
