@@ -1,0 +1,527 @@
+package bashunits
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The floor sentinels. The first four are pi's (its child sends them as
+// accessIntent.floor and askingUnits[].floor); FloorWritesFile is
+// courier's own, which any pi parent treats as a floor like the others.
+const (
+	FloorIndirection = "<indirection-bash-wrapper>"
+	FloorOpaque      = "<opaque-bash-wrapper>"
+	FloorUnparsed    = "<unparsed-bash-subtree>"
+	FloorUnparseable = "<unparseable-bash-command>"
+	FloorWritesFile  = "<file-writing-redirection>"
+)
+
+// Unit is one simple command of a command line.
+type Unit struct {
+	// Command is the unit as written: assignments, words and redirections
+	// in source order, separated by one space.
+	Command string
+	// Literal is Command with quotes and escapes removed, when every word
+	// is a literal and that differs from Command; empty otherwise.
+	Literal string
+	// Floor is a floor sentinel when the unit cannot be judged by a rule
+	// alone, empty otherwise.
+	Floor string
+	// Why says in a few words what raised the floor ("runs another
+	// command: sudo"), for a prompt or a log; empty without a floor.
+	Why string
+	// Writes lists the files the unit's redirections write, as written.
+	Writes []string
+}
+
+// Limits past which a line is not parsed at all but floored whole: the
+// parser recurses once per nesting level, and a request file may hold a
+// megabyte of `$(`.
+const (
+	// MaxLen is the longest line parsed, in bytes.
+	MaxLen = 64 << 10
+	// MaxNesting bounds the openers (`(`, `{`, `[`, backquote) in a line.
+	MaxNesting = 256
+)
+
+var parsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash))
+}}
+
+// Split returns the units of line, in source order, hosts before the
+// substitutions they hold. It never fails: a line it cannot parse is one
+// unit floored with FloorUnparseable. The result is never empty.
+func Split(line string) []Unit {
+	if len(line) > MaxLen || openers(line) > MaxNesting {
+		return unparseable(line, "too large or too deeply nested to parse")
+	}
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(line), "")
+	parsers.Put(p)
+	if err != nil {
+		return unparseable(line, "does not parse as bash")
+	}
+	s := splitter{src: line}
+	s.stmts(f.Stmts)
+	if len(s.units) == 0 {
+		return unparseable(line, "holds no command")
+	}
+	return s.units
+}
+
+// Commands returns the Command of each unit.
+func Commands(units []Unit) []string {
+	out := make([]string, len(units))
+	for i, u := range units {
+		out[i] = u.Command
+	}
+	return out
+}
+
+func unparseable(line, why string) []Unit {
+	return []Unit{{Command: line, Floor: FloorUnparseable, Why: why}}
+}
+
+func openers(line string) int {
+	n := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '(', '{', '[', '`':
+			n++
+		}
+	}
+	return n
+}
+
+type splitter struct {
+	src   string
+	units []Unit
+}
+
+func (s *splitter) text(n syntax.Node) string {
+	return s.src[n.Pos().Offset():n.End().Offset()]
+}
+
+func (s *splitter) stmts(list []*syntax.Stmt) {
+	for _, st := range list {
+		s.stmt(st)
+	}
+}
+
+func (s *splitter) stmt(st *syntax.Stmt) {
+	switch c := st.Cmd.(type) {
+	case nil:
+		// Redirections alone: `> f` truncates f.
+		s.simple(st, nil, nil)
+	case *syntax.CallExpr:
+		s.simple(st, c.Assigns, c.Args)
+	case *syntax.BinaryCmd:
+		s.stmt(c.X)
+		s.stmt(c.Y)
+		s.compoundRedirs(st)
+	case *syntax.Subshell:
+		s.stmts(c.Stmts)
+		s.compoundRedirs(st)
+	case *syntax.Block:
+		s.stmts(c.Stmts)
+		s.compoundRedirs(st)
+	case *syntax.IfClause:
+		for ic := c; ic != nil; ic = ic.Else {
+			s.stmts(ic.Cond)
+			s.stmts(ic.Then)
+		}
+		s.compoundRedirs(st)
+	case *syntax.WhileClause:
+		s.stmts(c.Cond)
+		s.stmts(c.Do)
+		s.compoundRedirs(st)
+	case *syntax.ForClause:
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				s.nested(w)
+			}
+		case *syntax.CStyleLoop:
+			s.add(Unit{Command: s.text(l), Floor: FloorUnparsed, Why: "arithmetic loop"})
+			s.nested(l)
+		}
+		s.stmts(c.Do)
+		s.compoundRedirs(st)
+	case *syntax.CaseClause:
+		s.nested(c.Word)
+		for _, it := range c.Items {
+			for _, w := range it.Patterns {
+				s.nested(w)
+			}
+			s.stmts(it.Stmts)
+		}
+		s.compoundRedirs(st)
+	case *syntax.FuncDecl:
+		// The body runs wherever the function is called.
+		s.stmt(c.Body)
+		s.compoundRedirs(st)
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			s.stmt(c.Stmt)
+		}
+		s.compoundRedirs(st)
+	case *syntax.CoprocClause:
+		s.stmt(c.Stmt)
+		s.compoundRedirs(st)
+	case *syntax.ArithmCmd, *syntax.LetClause:
+		s.whole(st, FloorUnparsed, "arithmetic")
+	case *syntax.TestClause:
+		floor, why := "", ""
+		if hasArithmTest(c.X) {
+			floor, why = FloorUnparsed, "arithmetic comparison"
+		}
+		s.whole(st, floor, why)
+	case *syntax.DeclClause:
+		s.whole(st, "", "")
+	default:
+		s.whole(st, FloorUnparsed, "a construct courier does not judge")
+	}
+}
+
+// whole makes the statement's command one unit, as written, with its
+// redirections, and adds the substitutions inside it.
+func (s *splitter) whole(st *syntax.Stmt, floor, why string) {
+	parts := []string{s.text(st.Cmd)}
+	u := Unit{Floor: floor, Why: why}
+	for _, r := range st.Redirs {
+		parts = append(parts, s.redirText(r))
+		s.redirect(&u, r)
+	}
+	u.Command = strings.Join(parts, " ")
+	at := len(s.units)
+	s.add(u)
+	s.nestedFloor(at, st)
+}
+
+// compoundRedirs adds the redirections of a compound command as a unit of
+// their own when one writes a file, and the substitutions inside them.
+func (s *splitter) compoundRedirs(st *syntax.Stmt) {
+	if len(st.Redirs) == 0 {
+		return
+	}
+	var u Unit
+	parts := make([]string, 0, len(st.Redirs))
+	for _, r := range st.Redirs {
+		parts = append(parts, s.redirText(r))
+		s.redirect(&u, r)
+		s.nested(r)
+	}
+	if u.Floor != "" {
+		u.Command = strings.Join(parts, " ")
+		s.add(u)
+	}
+}
+
+// simple makes one unit of a simple command.
+func (s *splitter) simple(st *syntax.Stmt, assigns []*syntax.Assign, args []*syntax.Word) {
+	type piece struct {
+		off     uint
+		written string
+		literal string
+		ok      bool
+	}
+	pieces := make([]piece, 0, len(assigns)+len(args)+len(st.Redirs))
+	for _, a := range assigns {
+		lit, ok := "", false
+		if a.Index == nil && a.Array == nil && !a.Naked {
+			val := ""
+			if a.Value != nil {
+				val, ok = literal(a.Value)
+			} else {
+				ok = true
+			}
+			lit = a.Name.Value + "=" + val
+			if a.Append {
+				lit = a.Name.Value + "+=" + val
+			}
+		}
+		pieces = append(pieces, piece{a.Pos().Offset(), s.text(a), lit, ok})
+	}
+	for _, w := range args {
+		lit, ok := literal(w)
+		pieces = append(pieces, piece{w.Pos().Offset(), s.text(w), lit, ok})
+	}
+	u := Unit{}
+	for _, r := range st.Redirs {
+		lit, ok := "", false
+		if r.N == nil || isDigits(r.N.Value) {
+			// {var}> names a variable, whose literal form is not a word.
+			var target string
+			if target, ok = literal(r.Word); ok {
+				lit = s.src[r.Pos().Offset():r.Word.Pos().Offset()] + target
+			}
+		}
+		pieces = append(pieces, piece{r.Pos().Offset(), s.redirText(r), lit, ok})
+		s.redirect(&u, r)
+	}
+	slices.SortStableFunc(pieces, func(a, b piece) int { return int(a.off) - int(b.off) })
+	written := make([]string, len(pieces))
+	lits := make([]string, len(pieces))
+	allLit := true
+	for i, p := range pieces {
+		written[i], lits[i] = p.written, p.literal
+		allLit = allLit && p.ok
+	}
+	u.Command = strings.Join(written, " ")
+	if allLit {
+		if l := strings.Join(lits, " "); l != u.Command {
+			u.Literal = l
+		}
+	}
+	if len(args) > 0 {
+		if floor, why := commandFloor(args); floor != "" {
+			u.Floor, u.Why = floor, why
+		}
+	}
+	at := len(s.units)
+	s.add(u)
+	s.nestedFloor(at, st)
+}
+
+// redirText is a redirection as written, a here-document by its operator
+// and delimiter only.
+func (s *splitter) redirText(r *syntax.Redirect) string {
+	return s.src[r.Pos().Offset():r.Word.End().Offset()]
+}
+
+// redirect floors u when r writes a file.
+func (s *splitter) redirect(u *Unit, r *syntax.Redirect) {
+	target, lit := literal(r.Word)
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
+		syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		if lit && harmlessTarget(target) {
+			return
+		}
+	case syntax.DplOut:
+		// `>&2` duplicates a descriptor; `>&file` writes file.
+		if lit && (isDigits(target) || target == "-" || harmlessTarget(target)) {
+			return
+		}
+	default:
+		return
+	}
+	u.Writes = append(u.Writes, s.text(r.Word))
+	if u.Floor == "" {
+		u.Floor, u.Why = FloorWritesFile, "writes "+s.text(r.Word)
+	}
+}
+
+func harmlessTarget(t string) bool {
+	return t == "/dev/null" || t == "/dev/stdout" || t == "/dev/stderr"
+}
+
+func isDigits(t string) bool {
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// nested adds the units inside node: the commands of every command or
+// process substitution, wherever it sits. It reports whether node holds
+// arithmetic bash may evaluate.
+func (s *splitter) nested(node syntax.Node) (arithmetic bool) {
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			s.stmts(n.Stmts)
+			return false
+		case *syntax.ProcSubst:
+			s.stmts(n.Stmts)
+			return false
+		case *syntax.ArithmExp:
+			arithmetic = true
+		case *syntax.ParamExp:
+			if n.Index != nil || n.Slice != nil {
+				arithmetic = true
+			}
+		case *syntax.Assign:
+			if n.Index != nil {
+				arithmetic = true
+			}
+		case *syntax.ArrayElem:
+			if n.Index != nil {
+				arithmetic = true
+			}
+		}
+		return true
+	})
+	return arithmetic
+}
+
+// nestedFloor adds the units nested in st's command and redirections, and
+// floors the unit at index at when they hold arithmetic.
+func (s *splitter) nestedFloor(at int, st *syntax.Stmt) {
+	arith := false
+	if st.Cmd != nil {
+		arith = s.nested(st.Cmd)
+	}
+	for _, r := range st.Redirs {
+		arith = s.nested(r) || arith
+	}
+	if arith {
+		// The unit's floor goes first: arithmetic may run a command, a
+		// redirection only writes.
+		u := &s.units[at]
+		if u.Floor == "" || u.Floor == FloorWritesFile {
+			u.Floor, u.Why = FloorUnparsed, "arithmetic"
+		}
+	}
+}
+
+func (s *splitter) add(u Unit) {
+	s.units = append(s.units, u)
+}
+
+func hasArithmTest(x syntax.TestExpr) bool {
+	found := false
+	syntax.Walk(x, func(n syntax.Node) bool {
+		if b, ok := n.(*syntax.BinaryTest); ok {
+			switch b.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// literal returns the value of a word made only of literal text and
+// quotes, and false when any part would expand at run time.
+func literal(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			unescape(&b, p.Value, false)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				unescape(&b, l.Value, true)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape writes lit without its backslash escapes: outside quotes a
+// backslash quotes any character; inside double quotes only $ ` " \ and
+// a newline. A backslash-newline is a line continuation and vanishes.
+func unescape(b *strings.Builder, lit string, dquoted bool) {
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c != '\\' || i+1 == len(lit) {
+			b.WriteByte(c)
+			continue
+		}
+		next := lit[i+1]
+		switch {
+		case next == '\n':
+			i++
+		case !dquoted || strings.IndexByte("$`\"\\", next) >= 0:
+			b.WriteByte(next)
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// commandFloor judges what a simple command runs by its name.
+func commandFloor(args []*syntax.Word) (floor, why string) {
+	name, ok := literal(args[0])
+	if !ok {
+		return FloorUnparsed, "the command name is computed at run time"
+	}
+	base := path.Base(name)
+	switch {
+	case base == "eval":
+		return FloorOpaque, "runs a string as a command: eval"
+	case shells[base]:
+		// Erring towards the floor: any option cluster with c or s, or a
+		// word that is not literal, anywhere in the arguments.
+		for _, a := range args[1:] {
+			v, ok := literal(a)
+			if !ok {
+				return FloorOpaque, "a shell whose arguments are computed: " + base
+			}
+			if len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v, "cs") {
+				return FloorOpaque, "a shell running a command string: " + base + " " + v
+			}
+		}
+		if allOptions(args[1:]) {
+			return FloorOpaque, "a shell reading its commands from stdin: " + base
+		}
+	case wrappers[base]:
+		return FloorIndirection, "runs another command: " + base
+	case base == "find":
+		for _, a := range args[1:] {
+			if v, ok := literal(a); !ok || findRunners[v] {
+				return FloorIndirection, "runs another command: find " + v
+			}
+		}
+	}
+	return "", ""
+}
+
+func allOptions(args []*syntax.Word) bool {
+	for _, a := range args {
+		v, ok := literal(a)
+		if !ok || !strings.HasPrefix(v, "-") {
+			return false
+		}
+	}
+	return true
+}
+
+// shells run a program given as a string (-c) or on stdin.
+var shells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
+	"ash": true, "fish": true, "csh": true, "tcsh": true,
+}
+
+// wrappers run the command given in their arguments.
+var wrappers = map[string]bool{
+	"sudo": true, "doas": true, "su": true, "runuser": true, "pkexec": true,
+	"env": true, "nice": true, "ionice": true, "chrt": true, "taskset": true,
+	"timeout": true, "nohup": true, "setsid": true, "stdbuf": true, "unbuffer": true,
+	"xargs": true, "parallel": true, "watch": true, "flock": true, "time": true,
+	"exec": true, "command": true, "builtin": true, "chroot": true,
+	"unshare": true, "nsenter": true, "strace": true, "ltrace": true,
+	"script": true, "ssh": true, "busybox": true, "firejail": true, "systemd-run": true,
+}
+
+// findRunners are the find actions that run a command.
+var findRunners = map[string]bool{"-exec": true, "-execdir": true, "-ok": true, "-okdir": true}
