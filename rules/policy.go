@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 
+	"github.com/seed6639df8c/courier/bashunits"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 )
@@ -165,6 +166,26 @@ type Decision struct {
 	Value string
 	// Floor is the floor that changed the outcome, empty when none did.
 	Floor string
+	// Units are the bash units the answer combines, each with its own
+	// answer, in source order; nil off bash.
+	Units []UnitDecision
+}
+
+// UnitDecision is the answer for one unit of a bash command line.
+type UnitDecision struct {
+	// Command is the unit as written.
+	Command string
+	// Floor is the floor sentinel that applied to the unit (its own, or
+	// the child's), empty when none did.
+	Floor string
+	// Why says what raised the unit's own floor, empty when none did.
+	Why string
+	// Action, Origin, Pattern and Rule are the unit's answer, as in
+	// Decision; Action is after the floor.
+	Action  Action
+	Origin  Origin
+	Pattern *string
+	Rule    Rule
 }
 
 // DecidedBy returns the decision's provenance: session_approval for a
@@ -216,20 +237,65 @@ func (p *Policy) resolve(q Query, tr *trace) Decision {
 	cfg := p.rulesFor(q.Agent)
 	sess := p.sessions.load()
 	var d Decision
-	if len(q.AskingUnits) > 0 {
-		var one [1]string
-		for i, u := range q.AskingUnits {
-			one[0] = u.Command
-			ud := p.honorFloor(p.evalSurface(cfg, sess, "bash", one[:], tr), u.Floor, tr)
-			if i == 0 || ud.Action.MoreRestrictive(d.Action) {
-				d = ud
-			}
+	switch {
+	case len(q.AskingUnits) > 0:
+		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
+		for _, u := range q.AskingUnits {
+			b.line(u.Command, u.Floor)
 		}
-	} else {
+		d = b.decision()
+	case q.Surface == "bash" && len(q.MatchValues) > 0:
+		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
+		for _, v := range q.MatchValues {
+			b.line(v, q.Floor)
+		}
+		d = b.decision()
+	default:
 		d = p.honorFloor(p.evalSurface(cfg, sess, q.Surface, q.MatchValues, tr), q.Floor, tr)
 	}
 	d.Surface = q.Surface
 	return d
+}
+
+// bashEval judges bash command lines unit by unit: a rule or a session
+// grant is written for one simple command, and a line is never matched
+// as one string, whoever split it (the child's asking units are split
+// again, so a foreign child's compound "unit" gains nothing). Each unit is
+// matched as written and, when it differs, with its quotes removed; each
+// takes its own floor, else the one it came with; the most restrictive
+// answer wins, the first on a tie.
+type bashEval struct {
+	p         *Policy
+	cfg, sess []compiledRule
+	tr        *trace
+	d         Decision
+	units     []UnitDecision
+}
+
+func (b *bashEval) line(command, floor string) {
+	for _, u := range bashunits.Split(command) {
+		f := floor
+		if u.Floor != "" {
+			f = u.Floor
+		}
+		values := []string{u.Command}
+		if u.Literal != "" {
+			values = append(values, u.Literal)
+		}
+		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, b.tr), f, b.tr)
+		if len(b.units) == 0 || ud.Action.MoreRestrictive(b.d.Action) {
+			b.d = ud
+		}
+		b.units = append(b.units, UnitDecision{
+			Command: u.Command, Floor: f, Why: u.Why,
+			Action: ud.Action, Origin: ud.Origin, Pattern: ud.Pattern, Rule: ud.Rule,
+		})
+	}
+}
+
+func (b *bashEval) decision() Decision {
+	b.d.Units = b.units
+	return b.d
 }
 
 func (p *Policy) rulesFor(agent string) []compiledRule {
