@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/seed6639df8c/courier/bashunits"
 	"github.com/seed6639df8c/courier/mailbox"
 )
 
@@ -63,7 +65,11 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 	if tool == "" {
 		tool = a.Surface
 	}
-	matchValues, boundary := a.facts()
+	var units []bashunits.Unit
+	if a.Surface == "bash" {
+		units = bashunits.Split(a.Value)
+	}
+	matchValues, boundary := a.facts(units)
 	intent := &mailbox.AccessIntent{
 		Surface:      a.Surface,
 		MatchValues:  matchValues,
@@ -74,9 +80,18 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 	if boundary != "" {
 		intent.BoundaryValue = &boundary
 	}
+	setUnits(intent, units)
 	grants := a.Grants
 	if len(grants) == 0 {
-		grants = []mailbox.Grant{SuggestGrant(a.Surface, matchValues[0])}
+		if units != nil {
+			grants = SuggestBashGrants(units)
+		} else {
+			grants = []mailbox.Grant{SuggestGrant(a.Surface, matchValues[0])}
+		}
+	}
+	var approval *mailbox.SessionApproval
+	if len(grants) > 0 {
+		approval = &mailbox.SessionApproval{Grants: grants}
 	}
 	return mailbox.Request{
 		ID:                 id,
@@ -88,7 +103,7 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 		Source:             mailbox.SourceToolCall,
 		Surface:            tool,
 		Value:              a.Value,
-		SessionApproval:    &mailbox.SessionApproval{Grants: grants},
+		SessionApproval:    approval,
 		AccessIntent:       intent,
 		RequesterPID:       os.Getpid(),
 	}, nil
@@ -97,8 +112,9 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 // facts returns the match values and boundary value the way pi's gate
 // fixes them: on path surfaces the absolute path, the value as given and
 // the canonical (symlink-resolved) path, with the canonical path as the
-// boundary; elsewhere the value itself.
-func (a Ask) facts() (matchValues []string, boundary string) {
+// boundary; on bash each unit of the command line; elsewhere the value
+// itself.
+func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary string) {
 	add := func(v string) {
 		for _, have := range matchValues {
 			if have == v {
@@ -121,6 +137,10 @@ func (a Ask) facts() (matchValues []string, boundary string) {
 		}
 		add(canonical)
 		boundary = canonical
+	} else if units != nil {
+		for _, u := range units {
+			add(u.Command)
+		}
 	} else {
 		add(a.Value)
 	}
@@ -149,12 +169,80 @@ func Message(agent, tool, value string) string {
 	return fmt.Sprintf("Agent '%s' requested tool '%s' for '%s'. Allow this?", agent, tool, value)
 }
 
-// subcommandTools take a subcommand: their suggestion keeps two words
-// (`git status --short` → `git status *`).
+// FillBashUnits gives a bash access intent that carries no asking units
+// the ones pi's gate would send: every unit of every match value, each
+// with its floor (or the intent's own), and the intent's floor set from
+// the first floored unit when it has none, for a parent that reads only
+// the floor. It leaves any other intent alone, and returns whether it
+// changed ai. A relayed or hand-written request thus reaches a parent
+// judged unit by unit, whoever built it.
+func FillBashUnits(ai *mailbox.AccessIntent) bool {
+	if ai == nil || ai.Surface != "bash" || len(ai.AskingUnits) > 0 || len(ai.MatchValues) == 0 {
+		return false
+	}
+	var units []bashunits.Unit
+	for _, v := range ai.MatchValues {
+		units = append(units, bashunits.Split(v)...)
+	}
+	setUnits(ai, units)
+	return true
+}
+
+// setUnits writes units as ai's asking units; the intent's floor, when it
+// has one, applies to every unit without its own.
+func setUnits(ai *mailbox.AccessIntent, units []bashunits.Unit) {
+	if len(units) == 0 {
+		return
+	}
+	ai.AskingUnits = make([]mailbox.AskingUnit, len(units))
+	first := ""
+	for i, u := range units {
+		f := u.Floor
+		if f == "" {
+			f = ai.Floor
+		}
+		if first == "" {
+			first = u.Floor
+		}
+		ai.AskingUnits[i] = mailbox.AskingUnit{Command: u.Command, Floor: f}
+	}
+	if ai.Floor == "" {
+		ai.Floor = first
+	}
+}
+
+// SuggestBashGrants is the "yes, for this session" suggestion for a bash
+// command line: one grant per unit a rule may judge (a floored unit runs
+// what no pattern can see, so it gets none), each built from that unit
+// alone (see SuggestGrant), without repeats. It is empty when no unit
+// yields a grant.
+func SuggestBashGrants(units []bashunits.Unit) []mailbox.Grant {
+	var out []mailbox.Grant
+	for _, u := range units {
+		if u.Floor != "" {
+			continue
+		}
+		p := suggestBash(u.Command)
+		if p == "" || slices.ContainsFunc(out, func(g mailbox.Grant) bool { return g.Pattern == p }) {
+			continue
+		}
+		out = append(out, mailbox.Grant{Surface: "bash", Pattern: p})
+	}
+	return out
+}
+
+// subcommandTools take a subcommand as their second word: their
+// suggestion keeps it (`git status --short` → `git status *`,
+// `terraform apply` → `terraform apply *`, never `terraform *`).
 var subcommandTools = map[string]bool{
-	"git": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "cargo": true,
-	"go": true, "docker": true, "kubectl": true, "gh": true, "pip": true, "uv": true,
+	"git": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "deno": true,
+	"cargo": true, "go": true, "rustup": true, "dotnet": true, "mvn": true, "gradle": true,
+	"docker": true, "podman": true, "kubectl": true, "helm": true, "terraform": true,
+	"tofu": true, "pulumi": true, "aws": true, "gcloud": true, "az": true, "gh": true,
+	"pip": true, "pip3": true, "uv": true, "poetry": true, "pipx": true, "conda": true,
 	"make": true, "systemctl": true, "brew": true, "apt": true, "apt-get": true,
+	"dnf": true, "yum": true, "nix": true, "composer": true, "bundle": true, "gem": true,
+	"rails": true, "swift": true, "hg": true, "svn": true, "jj": true,
 }
 
 // scriptRunners take a script name after "run": their suggestion keeps the
@@ -164,8 +252,8 @@ var scriptRunners = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bu
 // SuggestGrant is the default "yes, for this session" grant for an ask,
 // following pi's suggestions: on bash a command-arity table (`git status
 // --short` → `git status *`, `npm run dev` → `npm run dev*`, unknown
-// commands → `cmd *`); on path surfaces the directory glob (`src/*`);
-// elsewhere the value itself.
+// commands → `cmd *`; see suggestBash); on path surfaces the directory
+// glob (`src/*`); elsewhere the value itself.
 func SuggestGrant(surface, value string) mailbox.Grant {
 	switch {
 	case surface == "bash":
@@ -180,22 +268,44 @@ func SuggestGrant(surface, value string) mailbox.Grant {
 	return mailbox.Grant{Surface: surface, Pattern: value}
 }
 
-func suggestBash(command string) string {
-	words := strings.Fields(command)
-	if len(words) == 0 {
-		return "*"
+// suggestBash builds the pattern for one unit, from its leading plain
+// words only: a word with a quote, an escape, an expansion, a glob or an
+// assignment could make the pattern mean more (or other) than the unit.
+// A subcommand tool keeps its subcommand; one whose second word is not a
+// plain subcommand (`git -C x status`) gets the unit itself as the
+// pattern, since `git *` would span every subcommand. It is empty when no
+// safe pattern exists.
+func suggestBash(unit string) string {
+	words := strings.Fields(unit)
+	if len(words) == 0 || !plainWord(words[0]) || strings.HasPrefix(words[0], "-") {
+		return ""
 	}
-	// A wildcard in the command would widen the grant beyond what was
-	// asked; such words end the prefix.
-	prefix := words[:1]
-	if len(words) >= 3 && scriptRunners[words[0]] && words[1] == "run" && !strings.ContainsAny(words[2], "*?") {
+	name := words[0]
+	switch {
+	case len(words) >= 3 && scriptRunners[name] && words[1] == "run" && plainWord(words[2]) && !strings.HasPrefix(words[2], "-"):
 		return strings.Join(words[:3], " ") + "*"
+	case subcommandTools[name] && len(words) >= 2:
+		if plainWord(words[1]) && !strings.HasPrefix(words[1], "-") {
+			return strings.Join(words[:2], " ") + " *"
+		}
+		if !slices.ContainsFunc(words, func(w string) bool { return !plainWord(w) }) {
+			return strings.Join(words, " ")
+		}
+		return ""
 	}
-	if len(words) >= 2 && subcommandTools[words[0]] && !strings.HasPrefix(words[1], "-") && !strings.ContainsAny(words[1], "*?") {
-		prefix = words[:2]
+	return name + " *"
+}
+
+// plainWord reports whether w is made only of characters that mean
+// themselves both to bash and to a pattern.
+func plainWord(w string) bool {
+	for _, c := range w {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.ContainsRune("._/+@%:,-", c):
+		default:
+			return false
+		}
 	}
-	if strings.ContainsAny(prefix[0], "*?") {
-		return command
-	}
-	return strings.Join(prefix, " ") + " *"
+	return w != ""
 }

@@ -145,8 +145,17 @@ func (c *Client) Unresolved(requestID string) decision.Decision {
 
 // Forward writes req into its target's inbox and waits for the answer. It
 // always returns a decision (see the package doc); ctx ending early gives
-// up like a timeout, with ReasonSessionEnded.
+// up like a timeout, with ReasonSessionEnded. A bash intent without asking
+// units is given them first (FillBashUnits).
 func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Decision {
+	if ai := req.AccessIntent; ai != nil && ai.Surface == "bash" && len(ai.AskingUnits) == 0 {
+		// A whole command line from a caller that did not split it: the
+		// parent judges it unit by unit (FillBashUnits). A copy, so the
+		// caller's request stays as given.
+		filled := *ai
+		FillBashUnits(&filled)
+		req.AccessIntent = &filled
+	}
 	target := req.TargetSessionID
 	reqPath, err1 := c.Layout.RequestPath(target, req.ID)
 	respPath, err2 := c.Layout.ResponsePath(target, req.ID)
