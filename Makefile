@@ -18,6 +18,8 @@ FUZZ_TARGETS := \
 	./mailbox:FuzzEscapeSessionID \
 	./mailbox:FuzzCheckServing \
 	./rules:FuzzMatch \
+	./rules:FuzzBashAllowNeedsEveryUnit \
+	./bashunits:FuzzSplit \
 	./rules:FuzzParse \
 	./rules:FuzzDecodeSnapshot \
 	./prompt:FuzzClean \
@@ -37,7 +39,9 @@ FUZZ_SHORT_TARGETS := \
 	./mailbox:FuzzResponseBinding:50000x \
 	./mailbox:FuzzDecodeHeartbeat:50000x \
 	./provenance:FuzzDecode:100000x \
-	./rules:FuzzParse:500x
+	./rules:FuzzParse:500x \
+	./bashunits:FuzzSplit:20000x \
+	./rules:FuzzBashAllowNeedsEveryUnit:10000x
 FUZZTIME_SHORT ?=
 
 # The reliability campaigns (integration/reliability) append their figures

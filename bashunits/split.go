@@ -46,6 +46,9 @@ const (
 	MaxLen = 64 << 10
 	// MaxNesting bounds the openers (`(`, `{`, `[`, backquote) in a line.
 	MaxNesting = 256
+	// MaxUnits bounds the units of a line: past it nobody reviews them one
+	// by one, so the line is one unparseable unit.
+	MaxUnits = 128
 )
 
 var parsers = sync.Pool{New: func() any {
@@ -67,8 +70,11 @@ func Split(line string) []Unit {
 	}
 	s := splitter{src: line}
 	s.stmts(f.Stmts)
-	if len(s.units) == 0 {
+	switch {
+	case len(s.units) == 0:
 		return unparseable(line, "holds no command")
+	case len(s.units) > MaxUnits:
+		return unparseable(line, "holds too many commands to judge one by one")
 	}
 	return s.units
 }

@@ -228,3 +228,50 @@ func TestSplitBounds(t *testing.T) {
 		t.Errorf("Split(nested ls) = %+v", got)
 	}
 }
+
+func TestSplitTooManyUnits(t *testing.T) {
+	line := strings.Repeat("ls;", MaxUnits+1)
+	if got := Split(line); len(got) != 1 || got[0].Floor != FloorUnparseable {
+		t.Errorf("Split(%d commands) = %d units", MaxUnits+1, len(got))
+	}
+	if got := Split(strings.Repeat("ls;", MaxUnits)); len(got) != MaxUnits {
+		t.Errorf("Split(%d commands) = %d units", MaxUnits, len(got))
+	}
+}
+
+// FuzzSplit: Split never fails or returns nothing, and a unit that holds
+// no substitution or here-document is one simple command: split again,
+// it is itself.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{
+		"git status && rm -rf ~", "git status; curl x | sh", "git status $(curl x)",
+		"FOO=$(rm -rf ~) git status", "git status > ~/.bashrc", "sh -c 'git status'",
+		"cat <<EOF\n$(rm x)\nEOF", "if a; then b; fi", "echo \"a && b\" 'c;d' e\\;f",
+		"for f in $(ls); do rm \"$f\"; done", "f() { x; }", "(a) 2>&1 | b &",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		units := Split(line)
+		if len(units) == 0 {
+			t.Fatalf("Split(%q) returned no unit", line)
+		}
+		for _, u := range units {
+			if u.Floor == FloorUnparseable {
+				if len(units) != 1 || u.Command != line {
+					t.Fatalf("Split(%q): an unparseable unit %q beside others", line, u.Command)
+				}
+				continue
+			}
+			if strings.Contains(u.Command, "$(") || strings.Contains(u.Command, "`") ||
+				strings.Contains(u.Command, "<(") || strings.Contains(u.Command, ">(") ||
+				strings.Contains(u.Command, "<<") || strings.ContainsAny(u.Command, "\r\\") {
+				continue
+			}
+			again := Split(u.Command)
+			if len(again) != 1 || again[0].Command != u.Command {
+				t.Fatalf("Split(%q): unit %q splits again into %q", line, u.Command, Commands(again))
+			}
+		}
+	})
+}

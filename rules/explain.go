@@ -34,6 +34,9 @@ type Explanation struct {
 	// FloorApplied is the child floor that changed the rule's allow: into
 	// an ask, or under yolo into an allow by yolo. Empty when none did.
 	FloorApplied string `json:"floorApplied,omitempty"`
+	// Units are the units of a bash ask, each with its own answer and the
+	// rule behind it; the answer is the most restrictive of them.
+	Units []ExplainedUnit `json:"units,omitempty"`
 	// Steps are the evaluations the answer combines: one per surface and
 	// value set (several for a bare family, several values on a non-path
 	// surface, or asking units).
@@ -53,6 +56,19 @@ type Step struct {
 	// global, agent, session); evaluation scans from the end, so the last
 	// one decides.
 	Matched []ExplainedRule `json:"matched"`
+}
+
+// ExplainedUnit is one unit of a bash ask as Explain reports it.
+type ExplainedUnit struct {
+	Command string `json:"command"`
+	// Floor is the floor sentinel that applied to the unit, and Why what
+	// raised the unit's own floor.
+	Floor string `json:"floor,omitempty"`
+	Why   string `json:"why,omitempty"`
+	// Action is the unit's answer, after the floor.
+	Action Action `json:"action"`
+	// Rule is the rule that matched the unit (before any floor).
+	Rule ExplainedRule `json:"rule"`
 }
 
 // ExplainedRule is a rule as Explain reports it.
@@ -127,6 +143,12 @@ func (p *Policy) Explain(q Query) Explanation {
 	if e.Values == nil {
 		e.Values = []string{}
 	}
+	for _, u := range d.Units {
+		e.Units = append(e.Units, ExplainedUnit{
+			Command: u.Command, Floor: u.Floor, Why: u.Why, Action: u.Action,
+			Rule: explainRule(&u.Rule, u.Command),
+		})
+	}
 	if e.Steps == nil {
 		e.Steps = []Step{}
 	}
@@ -153,7 +175,9 @@ func (p *Policy) Explain(q Query) Explanation {
 	}
 	switch {
 	case len(q.AskingUnits) > 0:
-		e.Notes = append(e.Notes, fmt.Sprintf("%d asking unit(s): each is resolved on bash with its own floor and the most restrictive answer wins; the match values are not consulted", len(q.AskingUnits)))
+		e.Notes = append(e.Notes, fmt.Sprintf("%d asking unit(s), split again into simple commands: each is resolved on bash with its own floor and the most restrictive answer wins; the match values are not consulted", len(q.AskingUnits)))
+	case len(e.Units) > 1:
+		e.Notes = append(e.Notes, fmt.Sprintf("the command line is %d simple commands: each is resolved alone and the most restrictive answer wins, so a rule allows the line only if it allows every command", len(e.Units)))
 	case familyMembers(q.Surface) != nil:
 		m := familyMembers(q.Surface)
 		e.Notes = append(e.Notes, fmt.Sprintf("%s is a bare family: it is resolved on %s and %s, and the most restrictive answer wins", q.Surface, m[0], m[1]))
@@ -189,7 +213,7 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	}
 	switch {
 	case e.FloorApplied != "" && e.Action == Ask:
-		fmt.Fprintf(&b, "  decided by  the child's floor %s, over %s\n", e.FloorApplied, describeRule(&e.Rule))
+		fmt.Fprintf(&b, "  decided by  the floor %s, over %s\n", e.FloorApplied, describeRule(&e.Rule))
 	case e.FloorApplied != "":
 		fmt.Fprintf(&b, "  decided by  yolo mode, over the child's floor %s and %s\n", e.FloorApplied, describeRule(&e.Rule))
 	default:
@@ -203,6 +227,23 @@ func (e *Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  decidedBy   %s\n", raw)
 	} else {
 		b.WriteString("  decidedBy   none: an ask goes on to the authorizer chain and the terminal\n")
+	}
+	if len(e.Units) > 1 || len(e.Units) == 1 && e.Units[0].Floor != "" {
+		b.WriteString("\nunits (the most restrictive answer wins):\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, u := range e.Units {
+			by := describeRule(&u.Rule)
+			if u.Floor != "" && u.Action == Ask && u.Rule.Action == Allow {
+				by = "the floor " + u.Floor + ", over " + by
+			}
+			if u.Why != "" {
+				by += " (" + u.Why + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", u.Action, strconv.Quote(u.Command), by)
+		}
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("explain: %w", err)
+		}
 	}
 	for _, s := range e.Steps {
 		fmt.Fprintf(&b, "\nrules matching %s %s, in ruleset order (the last match wins):\n", s.Surface, quoteList(s.Values))

@@ -251,7 +251,7 @@ func (p *Policy) resolve(q Query, tr *trace) Decision {
 		}
 		d = b.decision()
 	default:
-		d = p.honorFloor(p.evalSurface(cfg, sess, q.Surface, q.MatchValues, tr), q.Floor, tr)
+		d = p.honorFloor(p.evalSurface(cfg, sess, q.Surface, q.MatchValues, tr), q.Floor, false, tr)
 	}
 	d.Surface = q.Surface
 	return d
@@ -263,7 +263,8 @@ func (p *Policy) resolve(q Query, tr *trace) Decision {
 // again, so a foreign child's compound "unit" gains nothing). Each unit is
 // matched as written and, when it differs, with its quotes removed; each
 // takes its own floor, else the one it came with; the most restrictive
-// answer wins, the first on a tie.
+// answer wins, the first on a tie. A floor found in the unit itself stands
+// over session grants (see honorFloor).
 type bashEval struct {
 	p         *Policy
 	cfg, sess []compiledRule
@@ -274,15 +275,15 @@ type bashEval struct {
 
 func (b *bashEval) line(command, floor string) {
 	for _, u := range bashunits.Split(command) {
-		f := floor
-		if u.Floor != "" {
+		f, own := floor, u.Floor != ""
+		if own {
 			f = u.Floor
 		}
 		values := []string{u.Command}
 		if u.Literal != "" {
 			values = append(values, u.Literal)
 		}
-		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, b.tr), f, b.tr)
+		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, b.tr), f, own, b.tr)
 		if len(b.units) == 0 || ud.Action.MoreRestrictive(b.d.Action) {
 			b.d = ud
 		}
@@ -305,12 +306,15 @@ func (p *Policy) rulesFor(agent string) []compiledRule {
 	return p.global
 }
 
-// honorFloor clamps an allow with the child's floor (pi's honorChildFloor):
-// a deny or ask stands, a session grant stands (the user approved that
-// command), and otherwise the allow becomes an ask, or under yolo an allow
-// by yolo that reports the floor as its pattern.
-func (p *Policy) honorFloor(d Decision, floor string, tr *trace) Decision {
-	if floor == "" || d.Action != Allow || d.Origin == OriginSession {
+// honorFloor clamps an allow with a floor (pi's honorChildFloor): a deny
+// or ask stands, and otherwise the allow becomes an ask, or under yolo an
+// allow by yolo that reports the floor as its pattern. A session grant
+// stands over the child's floor (the user approved that command, as in
+// pi) but not over a floor the broker found in the command itself
+// (overGrants): a grant `curl *` approved a curl, not a curl that writes
+// ~/.bashrc or a shell fed by it (docs/decisions/0010-bash-units.md).
+func (p *Policy) honorFloor(d Decision, floor string, overGrants bool, tr *trace) Decision {
+	if floor == "" || d.Action != Allow || d.Origin == OriginSession && !overGrants {
 		return d
 	}
 	f := floor
