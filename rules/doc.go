@@ -80,9 +80,13 @@
 //     and _write members, most restrictive wins;
 //   - a child floor turns an allow that is not a session grant into an ask,
 //     or under yolo into an allow by yolo whose pattern is the floor;
-//   - with asking units, each unit is resolved on bash with its own floor
-//     and the most restrictive answer wins; the match values and the
-//     chain-level floor are then not consulted.
+//   - on bash every value, and every asking unit, is split into its
+//     simple commands (package bashunits) and each is resolved alone, as
+//     written and with its quotes removed, with its own floor or else the
+//     one it came with; the most restrictive answer wins. With asking
+//     units the match values and the chain-level floor are not consulted.
+//     A floor found in the command itself stands over a session grant; the
+//     child's floor does not (docs/decisions/0010-bash-units.md).
 //
 // The answer's [Decision.DecidedBy] is `session_approval` for a session
 // grant, `yolo` for yolo mode, otherwise `rule` with the origin (default,
@@ -130,9 +134,9 @@
 //     `sudo`, `mkfs`, `dd` onto a device;
 //   - reading or writing `~/.ssh`, `~/.gnupg` and `~/.aws` is denied.
 //
-// Bash patterns match one command unit; the child splits a chain into
-// units (askingUnits), so `ls; rm -rf x` is never judged by `ls *` alone
-// when the child sends its units.
+// Bash patterns match one simple command: `ls; rm -rf x` is judged as
+// `ls` and `rm -rf x`, never by `ls *` alone, whether or not the child
+// sent its units.
 //
 // # Differences from pi
 //
