@@ -31,6 +31,11 @@
 //
 //   - rule: the default rules allow `git status --short`. The broker idle
 //     for 10 s as it starts; latency at one requester, rates at 1, 8 and 32;
+//     what the bash parser costs: one requester asks in turn on a tool
+//     surface allowed by the bench config (the defaults plus one
+//     `webfetch` rule; nothing parses it), the one-command line and a
+//     three-command line, so drift lands on all three alike, and the
+//     difference of the p50s is the parse on both sides (target ≤ 50 µs);
 //     real `child ask` processes beside `child` runs that have no parent
 //     (start-up cost alone); then the same broker idle for 10 s again. Idle
 //     CPU is utime+stime from /proc/<pid>/stat (10 ms ticks, the resolution

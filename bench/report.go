@@ -45,6 +45,7 @@ func sameFilesystem(a, b string) bool {
 // The targets for two cores on tmpfs.
 const (
 	targetRuleP50      = 600 * time.Microsecond
+	targetParseCost    = 50 * time.Microsecond
 	targetRuleP99      = 3 * time.Millisecond
 	targetPollRatio    = 400
 	targetAsksPerSec8  = 4000
@@ -82,6 +83,11 @@ func (res *Results) judge() {
 	} else {
 		add("rule-resolved p50", "≤ 600 µs", false, "", 0, false)
 		add("rule-resolved p99", "≤ 3000 µs", false, "", 0, false)
+	}
+	if cost, _, ok := fr.Parse.Cost(); ok {
+		add("bash parse cost (one command − tool surface, p50)", "≤ 50 µs", true, fmt.Sprintf("%+d µs", micros(cost)), float64(micros(cost)), cost <= targetParseCost)
+	} else {
+		add("bash parse cost (one command − tool surface, p50)", "≤ 50 µs", false, "", 0, false)
 	}
 	if valid(fr.Rule) && valid(fr.Poll) {
 		add("poll p50 / rule p50", "≥ 400×", true, fmt.Sprintf("%.0f×", fr.PollRatio), fr.PollRatio, fr.PollRatio >= targetPollRatio)
@@ -222,6 +228,20 @@ func summaryCell(s Summary) string {
 
 var rows = []row{
 	{"rule-resolved round trip, 1 requester: p50/p90/p99/max µs", func(fr *FSResult) string { return latencyCell(fr.Rule) }},
+	{"in turn, 1 requester: a tool surface / one bash command / three: p50 µs", func(fr *FSResult) string {
+		p := fr.Parse
+		if p == nil || p.NoParse == nil || p.One == nil || p.Three == nil {
+			return na
+		}
+		return fmt.Sprintf("%d / %d / %d", micros(p.NoParse.Latency.P50), micros(p.One.Latency.P50), micros(p.Three.Latency.P50))
+	}},
+	{"bash parse cost, p50 minus the tool surface's: one command; three", func(fr *FSResult) string {
+		one, three, ok := fr.Parse.Cost()
+		if !ok {
+			return na
+		}
+		return fmt.Sprintf("%+d µs; %+d µs", micros(one), micros(three))
+	}},
 	{"rule-resolved asks/s, 1 requester", func(fr *FSResult) string { return rateCell(fr.load(1)) }},
 	{"rule-resolved asks/s, 8 requesters", func(fr *FSResult) string { return rateCell(fr.load(8)) }},
 	{"rule-resolved asks/s, 32 requesters", func(fr *FSResult) string { return rateCell(fr.load(32)) }},

@@ -16,7 +16,12 @@ func fakeRun(requesters int, p50, p99 time.Duration, rate float64) *LoadRun {
 func sampleResults() *Results {
 	fr := &FSResult{
 		Label: "tmpfs", FSType: "tmpfs", Dir: "/dev/shm",
-		Rule:      fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
+		Rule: fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
+		Parse: &ParseResult{
+			NoParse: fakeRun(1, 380*time.Microsecond, 900*time.Microsecond, 2500),
+			One:     fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
+			Three:   fakeRun(1, 420*time.Microsecond, 900*time.Microsecond, 2300),
+		},
 		Load:      []*LoadRun{fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400), fakeRun(8, time.Millisecond, 3*time.Millisecond, 4100), fakeRun(32, 5*time.Millisecond, 9*time.Millisecond, 4200)},
 		Plugin:    fakeRun(1, 1400*time.Microsecond, 2*time.Millisecond, 700),
 		Shadow:    fakeRun(1, 600*time.Microsecond, 2*time.Millisecond, 1500),
@@ -47,7 +52,8 @@ func TestJudge(t *testing.T) {
 	res := sampleResults()
 	want := map[string]bool{
 		"rule-resolved p50": true, "rule-resolved p99": true, "poll p50 / rule p50": true,
-		"asks/s at 8 requesters": true, "plugin-resolved p50": true,
+		"bash parse cost (one command − tool surface, p50)": true, // +20 µs
+		"asks/s at 8 requesters":                    true, "plugin-resolved p50": true,
 		"p99 with one ask held / without": false, // 1.3× > 1.2×
 		"idle CPU, fresh broker":          true,
 		"idle CPU, after serving":         false, // 0.15 %
@@ -152,6 +158,17 @@ func TestSmallRunsAreNotJudgedAgainstTenThousand(t *testing.T) {
 			if !tg.Missing || tg.Met {
 				t.Errorf("%s judged on 500: %+v", tg.Name, tg)
 			}
+		}
+	}
+}
+
+func TestJudgeParseCost(t *testing.T) {
+	res := sampleResults()
+	res.Filesystems[0].Parse.NoParse = fakeRun(1, 340*time.Microsecond, 900*time.Microsecond, 2500) // +60 µs
+	res.judge()
+	for _, tg := range res.Targets {
+		if strings.HasPrefix(tg.Name, "bash parse cost") && (tg.Met || tg.Measured != "+60 µs") {
+			t.Errorf("%s: met %v, measured %q", tg.Name, tg.Met, tg.Measured)
 		}
 	}
 }

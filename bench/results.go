@@ -41,6 +41,8 @@ type FSResult struct {
 
 	// Rule is the rule-resolved round trip, one requester.
 	Rule *LoadRun `json:"rule_serial"`
+	// Parse is what splitting bash into units costs the round trip.
+	Parse *ParseResult `json:"bash_parse"`
 	// Load is the rule-resolved workload at 1, 8 and 32 requesters.
 	Load []*LoadRun `json:"rule_load"`
 	// Plugin is resolved by one enforcing plugin link.
@@ -98,6 +100,32 @@ func newLoadRun(r loadResult, fallbacks int64) *LoadRun {
 		lr.Error = err.Error()
 	}
 	return lr
+}
+
+// ParseResult is three rule-resolved round trips made in turn by one
+// requester: on a tool surface that neither side parses as bash
+// (NoParse), a one-command bash line (One, the rule workload's value) and
+// a three-command line (Three). One's p50 minus NoParse's is what the
+// bash parser adds, on the child's side and the broker's.
+type ParseResult struct {
+	NoParse *LoadRun `json:"no_parse"`
+	One     *LoadRun `json:"one_command"`
+	Three   *LoadRun `json:"three_commands"`
+}
+
+// Cost returns the p50 of one-command and three-command asks minus the
+// p50 of asks nothing parses, and false when a run failed.
+func (p *ParseResult) Cost() (one, three time.Duration, ok bool) {
+	if p == nil {
+		return 0, 0, false
+	}
+	for _, lr := range []*LoadRun{p.NoParse, p.One, p.Three} {
+		if lr == nil || lr.Failed > 0 || lr.Asks == 0 {
+			return 0, 0, false
+		}
+	}
+	base := p.NoParse.Latency.P50
+	return p.One.Latency.P50 - base, p.Three.Latency.P50 - base, true
 }
 
 // HeldResult is the rule-resolved round trip with and without one ask

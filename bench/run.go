@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/rules"
 )
 
 // Filesystem is a place to put mailbox roots, with the label the figures
@@ -258,7 +259,18 @@ const session = "bench-parent"
 // idle as it starts; the rule-resolved round trip, throughput at 1/8/32
 // requesters, real child processes; then the same broker idle again.
 func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, first bool) error {
-	spec := brokerSpec{Label: fr.Label + "/rule", Base: base, Session: session, Terminal: "deny"}
+	cfgPath := filepath.Join(base, "rules.json")
+	cfgDoc, err := benchConfig()
+	if err == nil {
+		err = os.MkdirAll(base, 0o700)
+	}
+	if err == nil {
+		err = os.WriteFile(cfgPath, cfgDoc, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("the bench config: %w", err)
+	}
+	spec := brokerSpec{Label: fr.Label + "/rule", Base: base, Session: session, Terminal: "deny", Config: cfgPath}
 	if first && r.cfg.CPUProfileDir != "" {
 		spec.CPUProfile = filepath.Join(r.cfg.CPUProfileDir, "broker-"+fr.Label+"-rule.pprof")
 	}
@@ -280,6 +292,14 @@ func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, fi
 	fr.Rule = r.measure(ctx, b, d, ruleAsk, 1, c.Warmup, c.Serial, c.SerialFor)
 	fr.failed("rule-resolved round trip", fr.Rule)
 	r.progress("[%s]   %s", fr.Label, fr.Rule.brief())
+	r.progress("[%s] what the bash parser costs: a tool surface, one command and three in turn, %d asks each", fr.Label, c.Serial)
+	runs := d.interleaved(ctx, []askKind{noParseAsk, ruleAsk, compoundAsk}, c.Warmup, c.Serial)
+	fr.Parse = &ParseResult{NoParse: newLoadRun(runs[0], 0), One: newLoadRun(runs[1], 0), Three: newLoadRun(runs[2], 0)}
+	for i, name := range []string{"no parse", "one command", "three commands"} {
+		lr := []*LoadRun{fr.Parse.NoParse, fr.Parse.One, fr.Parse.Three}[i]
+		fr.failed("bash parse cost, "+name, lr)
+		r.progress("[%s]   %s: %s", fr.Label, name, summaryCell(lr.Latency))
+	}
 	for _, n := range Requesters {
 		r.progress("[%s] rule-resolved throughput, %d requesters, %s", fr.Label, n, c.LoadFor)
 		lr := r.measure(ctx, b, d, ruleAsk, n, 5, 0, c.LoadFor)
@@ -722,4 +742,18 @@ var QuickCounts = Counts{
 	Idle:    2 * time.Second,
 	Pending: 500, Backlog: 500,
 	Children: 10,
+}
+
+// benchConfig is the embedded default config plus one allowed tool
+// surface for noParseAsk, inserted as the first rule after the default so
+// that nothing else changes meaning (key order is meaning).
+func benchConfig() ([]byte, error) {
+	def := string(rules.DefaultConfigJSON())
+	const anchor = `"*": "ask",`
+	i := strings.Index(def, anchor)
+	if i < 0 {
+		return nil, errors.New("the embedded default config has no default action to anchor the bench rule on")
+	}
+	i += len(anchor)
+	return []byte(def[:i] + "\n    \"webfetch\": {\"https://example.com/*\": \"allow\"}," + def[i:]), nil
 }

@@ -41,6 +41,12 @@ var (
 	pluginAsk = askKind{Name: "plugin", Surface: "bash", Value: "cat README.md", Expect: expectDecider(true, provenance.KindAuthorizer, pluginLinkName)}
 	// shadowAsk passes a shadow link and reaches the headless terminal.
 	shadowAsk = askKind{Name: "shadow", Surface: "bash", Value: "cat README.md", Expect: expectDecider(false, provenance.KindUnavailable, "")}
+	// noParseAsk is rule-resolved without the bash parser on either side:
+	// its surface is a tool's, allowed by benchConfig. Beside ruleAsk it
+	// shows what splitting a command line into units costs.
+	noParseAsk = askKind{Name: "rule-noparse", Surface: "webfetch", Value: "https://example.com/status", Expect: expectDecider(true, provenance.KindRule, "")}
+	// compoundAsk is three commands, each allowed by the default rules.
+	compoundAsk = askKind{Name: "rule-compound", Surface: "bash", Value: "git status --short && git diff --stat | ls; git log --oneline -n 5", Expect: expectDecider(true, provenance.KindRule, "")}
 	// heldAsk reaches the terminal, where nobody answers it.
 	heldAsk = askKind{Name: "held", Surface: "bash", Value: "make deploy"}
 )
@@ -259,3 +265,39 @@ func dropRequests(ctx context.Context, layout mailbox.Layout, target string, k a
 }
 
 var errTimeout = errors.New("timed out")
+
+// interleaved makes count asks of each kind from one requester, the kinds
+// in turn (a, b, c, a, b, c…), after warmup rounds, so that the machine's
+// drift lands on every kind alike: the differences between their
+// latencies are then what the kinds cost, not when they ran. It stops at
+// the first wrong answer.
+func (d *driver) interleaved(ctx context.Context, kinds []askKind, warmup, count int) []loadResult {
+	out := make([]loadResult, len(kinds))
+	for i := range out {
+		out[i].Requesters = 1
+	}
+	c := d.client()
+	defer c.Close()
+	start := time.Now()
+	for round := range warmup + count {
+		for i, k := range kinds {
+			lat, err := d.ask(ctx, c, "bench-interleaved", k)
+			if ctx.Err() != nil {
+				out[i].FirstErr = context.Cause(ctx)
+				return out
+			}
+			if err != nil {
+				out[i].Failed++
+				out[i].FirstErr = err
+				return out
+			}
+			if round >= warmup {
+				out[i].Latencies = append(out[i].Latencies, lat)
+			}
+		}
+	}
+	for i := range out {
+		out[i].Elapsed = time.Since(start)
+	}
+	return out
+}
