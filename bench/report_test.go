@@ -53,7 +53,7 @@ func TestJudge(t *testing.T) {
 	want := map[string]bool{
 		"rule-resolved p50": true, "rule-resolved p99": true, "poll p50 / rule p50": true,
 		"bash parse cost (one command − tool surface, p50)": true, // +20 µs
-		"asks/s at 8 requesters":                    true, "plugin-resolved p50": true,
+		"asks/s at 8 requesters":                            true, "plugin-resolved p50": true,
 		"p99 with one ask held / without": false, // 1.3× > 1.2×
 		"idle CPU, fresh broker":          true,
 		"idle CPU, after serving":         false, // 0.15 %
