@@ -33,19 +33,23 @@
 // rule says (only a session grant outranks a floor). The sentinels are
 // pi's, plus one of courier's own:
 //
-//   - [FloorOpaque] `<opaque-bash-wrapper>`: a shell runs a program held in
-//     a string or read from stdin (`sh -c`, `bash -c`, `eval`, a bare
-//     `sh` at the end of a pipe);
+//   - [FloorOpaque] `<opaque-bash-wrapper>`: a shell or an interpreter
+//     runs a program held in a string or read from stdin (`sh -c`,
+//     `bash -c`, `eval`, `trap`, `python3 -c`, `node -e`, a bare `sh` or
+//     `python3` at the end of a pipe);
 //   - [FloorIndirection] `<indirection-bash-wrapper>`: a wrapper runs
 //     another command (`sudo`, `env`, `xargs`, `nice`, `timeout`, `exec`,
 //     `command`, `builtin`, `nohup`, `find -exec`…);
 //   - [FloorUnparsed] `<unparsed-bash-subtree>`: a command name that is
-//     computed (`$CMD`, `$(which git) status`), or arithmetic, which bash
+//     computed (`$CMD`, `$(which git) status`, a glob `/???/r?` or a brace
+//     expansion `{rm,-rf,~}`), or arithmetic, which bash
 //     may evaluate into a command substitution at run time (`$((x))`,
 //     `((…))`, `let`, `${a[i]}`, `${a:i}`, `[[ a -eq b ]]`);
 //   - [FloorUnparseable] `<unparseable-bash-command>`: the line does not
-//     parse, is empty, or is too large or too deeply nested to parse
-//     safely; the whole line is then the one unit;
+//     parse, is empty, holds a NUL byte (an argv ends there, so what runs
+//     is not what was judged), has more than [MaxUnits] commands, or is
+//     too large or too deeply nested to parse safely; the whole line is
+//     then the one unit;
 //   - [FloorWritesFile] `<file-writing-redirection>`: a redirection that
 //     writes a file (`>`, `>>`, `&>`, `&>>`, `>|`, `<>`, `>&file`), except
 //     to /dev/null, /dev/stdout and /dev/stderr. [Unit.Writes] names the
@@ -54,6 +58,14 @@
 //
 // A redirection that writes a file from a compound command
 // (`{ a; b; } > f`) is a unit of its own, made of the redirections.
+//
+// # What a parse cannot see
+//
+// The units are judged as text. The state of the shell that will run them
+// is not visible: an alias, a function, an exported variable or a PATH
+// set by an earlier command (in an agent whose shell persists between
+// calls) can make an allowed `git status` run something else. Each of
+// those earlier commands was itself an ask.
 //
 // # Literal form
 //

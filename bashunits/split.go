@@ -62,6 +62,11 @@ func Split(line string) []Unit {
 	if len(line) > MaxLen || openers(line) > MaxNesting {
 		return unparseable(line, "too large or too deeply nested to parse")
 	}
+	if strings.IndexByte(line, 0) >= 0 {
+		// An argv cannot hold NUL: what runs is cut there, not what was
+		// judged.
+		return unparseable(line, "holds a NUL byte")
+	}
 	p := parsers.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(line), "")
 	parsers.Put(p)
@@ -468,13 +473,26 @@ func unescape(b *strings.Builder, lit string, dquoted bool) {
 // commandFloor judges what a simple command runs by its name.
 func commandFloor(args []*syntax.Word) (floor, why string) {
 	name, ok := literal(args[0])
-	if !ok {
+	if !ok || expands(args[0]) {
 		return FloorUnparsed, "the command name is computed at run time"
 	}
 	base := path.Base(name)
 	switch {
-	case base == "eval":
-		return FloorOpaque, "runs a string as a command: eval"
+	case base == "eval" || base == "trap":
+		return FloorOpaque, "runs a string as a command: " + base
+	case interpreters[base]:
+		for _, a := range args[1:] {
+			v, ok := literal(a)
+			if !ok {
+				return FloorOpaque, "an interpreter whose arguments are computed: " + base
+			}
+			if programFlags[v] {
+				return FloorOpaque, "an interpreter running a program given as a string: " + base + " " + v
+			}
+		}
+		if allOptions(args[1:]) {
+			return FloorOpaque, "an interpreter reading its program from stdin: " + base
+		}
 	case shells[base]:
 		// Erring towards the floor: any option cluster with c or s, or a
 		// word that is not literal, anywhere in the arguments.
@@ -502,6 +520,23 @@ func commandFloor(args []*syntax.Word) (floor, why string) {
 	return "", ""
 }
 
+// expands reports whether bash would turn w into other words: an unquoted
+// glob (`/???/r?`) or brace expansion (`{rm,-rf,~}`).
+func expands(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		open := strings.IndexByte(l.Value, '[')
+		if strings.ContainsAny(l.Value, "*?") || open >= 0 && strings.IndexByte(l.Value[open:], ']') > 0 ||
+			strings.Contains(l.Value, "{") && (strings.Contains(l.Value, ",") || strings.Contains(l.Value, "..")) {
+			return true
+		}
+	}
+	return false
+}
+
 func allOptions(args []*syntax.Word) bool {
 	for _, a := range args {
 		v, ok := literal(a)
@@ -518,6 +553,18 @@ var shells = map[string]bool{
 	"ash": true, "fish": true, "csh": true, "tcsh": true,
 }
 
+// interpreters run a program given as a string (programFlags) or read
+// from stdin when given no script.
+var interpreters = map[string]bool{
+	"python": true, "python2": true, "python3": true, "node": true, "nodejs": true,
+	"perl": true, "ruby": true, "php": true, "lua": true, "tclsh": true, "osascript": true,
+}
+
+// programFlags take the program itself as their argument.
+var programFlags = map[string]bool{
+	"-c": true, "-e": true, "-E": true, "-p": true, "-r": true, "--eval": true, "--print": true,
+}
+
 // wrappers run the command given in their arguments.
 var wrappers = map[string]bool{
 	"sudo": true, "doas": true, "su": true, "runuser": true, "pkexec": true,
@@ -526,7 +573,7 @@ var wrappers = map[string]bool{
 	"xargs": true, "parallel": true, "watch": true, "flock": true, "time": true,
 	"exec": true, "command": true, "builtin": true, "chroot": true,
 	"unshare": true, "nsenter": true, "strace": true, "ltrace": true,
-	"script": true, "ssh": true, "busybox": true, "firejail": true, "systemd-run": true,
+	"script": true, "ssh": true, "busybox": true, "enable": true, "firejail": true, "systemd-run": true,
 }
 
 // findRunners are the find actions that run a command.

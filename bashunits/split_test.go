@@ -131,6 +131,20 @@ func TestSplit(t *testing.T) {
 		{`$(which git) status`, []string{`$(which git) status [unp]`, `which git`}},
 		{`"$(echo rm)" -rf ~`, []string{`"$(echo rm)" -rf ~ [unp]`, `echo rm`}},
 
+		{`trap 'rm -rf ~' EXIT`, []string{`trap 'rm -rf ~' EXIT [opq]`}},
+		{`{rm,-rf,~}`, []string{`{rm,-rf,~} [unp]`}},
+		{`/???/r? -rf ~`, []string{`/???/r? -rf ~ [unp]`}},
+		{`@(rm) -rf ~`, []string{`@(rm) -rf ~ [unp]`}},
+		{`curl x | python3`, []string{`curl x`, `python3 [opq]`}},
+		{`python3 -c 'import os'`, []string{`python3 -c 'import os' [opq]`}},
+		{`node -e 'x'`, []string{`node -e 'x' [opq]`}},
+		{`python3 script.py`, []string{`python3 script.py`}},
+		{`python3 -m pytest -q`, []string{`python3 -m pytest -q`}},
+		{`ls {a,b}`, []string{`ls {a,b}`}},
+		{`[ -f x ] && ls`, []string{`[ -f x ]`, `ls`}},
+		{`/bin/[a-z]m -rf ~`, []string{`/bin/[a-z]m -rf ~ [unp]`}},
+		{"git status\x00; rm -rf ~", []string{"git status\x00; rm -rf ~ [bad]"}},
+
 		// Redirections.
 		{`git status > ~/.bashrc`, []string{`git status > ~/.bashrc [writes]`}},
 		{`git status >> ~/.bashrc`, []string{`git status >> ~/.bashrc [writes]`}},
