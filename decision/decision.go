@@ -37,6 +37,12 @@ type Decision struct {
 	// SessionGrantWidth applies to StateApprovedForSession; empty means
 	// proven.
 	SessionGrantWidth mailbox.GrantWidth
+	// Grants applies to StateApprovedForServingSession only: the
+	// whole-session grants the operator chose (edited at the prompt), which
+	// the broker records instead of the request's suggestion; nil means the
+	// request's suggestion. They never reach the wire: the child of a
+	// whole-session answer sees plain approved and records nothing.
+	Grants []mailbox.Grant
 }
 
 // Approved reports whether the ask may go ahead.

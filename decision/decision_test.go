@@ -2,6 +2,7 @@ package decision
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/seed6639df8c/courier/mailbox"
@@ -39,14 +40,22 @@ func TestConstructors(t *testing.T) {
 
 func TestWholeSessionGrantGoesOnTheWireAsApproved(t *testing.T) {
 	by := provenance.User{Via: provenance.ViaTerminal}
-	d := Decision{State: StateApprovedForServingSession, DecidedBy: by, SessionGrantWidth: mailbox.GrantFamily}
-	r := d.Response("parent", 42)
-	want := mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 42, DecidedBy: by}
-	if !reflect.DeepEqual(r, want) {
-		t.Errorf("Response = %+v, want %+v", r, want)
-	}
-	if _, err := mailbox.EncodeResponse(r); err != nil {
-		t.Errorf("not encodable: %v", err)
+	// The operator's edited grants stay at the broker: the wire answer is
+	// the same with them as without.
+	for _, grants := range [][]mailbox.Grant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
+		d := Decision{State: StateApprovedForServingSession, DecidedBy: by, SessionGrantWidth: mailbox.GrantFamily, Grants: grants}
+		r := d.Response("parent", 42)
+		want := mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 42, DecidedBy: by}
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("Response = %+v, want %+v", r, want)
+		}
+		data, err := mailbox.EncodeResponse(r)
+		if err != nil {
+			t.Errorf("not encodable: %v", err)
+		}
+		if strings.Contains(string(data), "curl") {
+			t.Errorf("the edited grants reached the wire: %s", data)
+		}
 	}
 }
 

@@ -272,6 +272,7 @@ func (b *Broker) Run(ctx context.Context) error {
 			if sweep && stopped == nil {
 				b.watcher.Rescan()
 				b.sweepInflight()
+				b.reloadJournal()
 				if sweeps++; sweeps%housekeepingEvery == 0 {
 					b.housekeeping()
 				}
@@ -978,20 +979,26 @@ func (b *Broker) settle(id string) {
 	}
 }
 
-// recordWholeSession records the request's grants into the broker's
-// session rules and journals them (seed 002: "the whole session").
+// recordWholeSession records the grants the operator chose (d.Grants), or
+// else the request's suggestion, into the broker's session rules and
+// journals them (seed 002: "the whole session").
 func (b *Broker) recordWholeSession(req mailbox.Request, path string, d decision.Decision) {
-	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
+	chosen := d.Grants
+	if chosen == nil && req.SessionApproval != nil {
+		chosen = req.SessionApproval.Grants
+	}
+	if len(chosen) == 0 {
 		return
 	}
 	width := rules.WidthProven
 	if d.SessionGrantWidth == mailbox.GrantFamily {
 		width = rules.WidthFamily
 	}
-	gs := make([]rules.Grant, len(req.SessionApproval.Grants))
-	for i, g := range req.SessionApproval.Grants {
+	gs := make([]rules.Grant, len(chosen))
+	for i, g := range chosen {
 		gs[i] = rules.Grant{Surface: g.Surface, Pattern: g.Pattern}
 	}
+	defer b.Journal.Recording()() // a reload waits until the grant is journaled
 	sessions := b.Policy.Sessions()
 	recorded, err := sessions.Record(width, gs...)
 	if err != nil {

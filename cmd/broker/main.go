@@ -26,6 +26,7 @@ Commands:
   serve   serve a parent session's mailbox: rules, then plugins, then the terminal
   check   explain which rule decides an ask, and why
   audit   census of decisions in a review log, by who decided them
+  grants  list or revoke a session's whole-session grants
 
 Run 'broker <command> -h' for the flags of a command.
 `
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args[1:], stderr)
 	case "check":
 		return runCheck(args[1:], stdout, stderr)
+	case "grants":
+		return runGrants(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,55 @@
+package serve
+
+import (
+	"fmt"
+
+	"github.com/seed6639df8c/courier/reviewlog"
+)
+
+// eventSessionReloaded is the review entry of a reload: the broker took
+// in its grant journal, changed by someone else (broker grants revoke, an
+// edit). Details: sessionId, journal, grants (how many now), revoked and
+// added (what changed). Its home is reviewlog's catalogue of events.
+const eventSessionReloaded = "forwarded_permission.session_reloaded"
+
+// reloadJournal takes in the grant journal when someone else changed it
+// since the broker last read or wrote it, replacing the whole-session
+// grants in memory, so that a revoke takes effect on the next tick. It
+// never waits (see grants.Journal.Reload): the serve loop calls it, and
+// the heartbeat must not be held up. A journal that cannot be read is
+// logged, once per version of the file, and the grants in memory are
+// kept whole.
+func (b *Broker) reloadJournal() {
+	if b.Journal == nil {
+		return
+	}
+	sessions := b.Policy.Sessions()
+	change, err := b.Journal.Reload(sessions)
+	if err != nil {
+		b.log(reviewlog.ForwardingError, map[string]any{
+			"message": "Failed to reload the session grants; the grants in memory are kept",
+			"journal": b.Journal.Path(), "error": err.Error(),
+		})
+		b.report(fmt.Errorf("%w (the %d session grants in memory are kept)", err, sessions.Len()))
+		return
+	}
+	if !change.Reloaded {
+		return
+	}
+	n := sessions.Len()
+	b.log(eventSessionReloaded, map[string]any{
+		"sessionId": b.Session, "journal": b.Journal.Path(), "grants": n,
+		"revoked": nonNil(change.Removed), "added": nonNil(change.Added),
+	})
+	// Not a failure, but the operator's eye belongs on grants that
+	// changed under the broker.
+	b.report(fmt.Errorf("session grants reloaded from %s: %d revoked, %d added, %d now", b.Journal.Path(), len(change.Removed), len(change.Added), n))
+}
+
+// nonNil logs no grants as [], not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
