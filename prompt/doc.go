@@ -6,13 +6,30 @@
 // # What the operator sees
 //
 // An ask shows who asks (agent and session), the surface, the command or
-// path (wrapped, and when cut, saying how long it was), the match values
-// when they differ from the displayed value, the child's working
-// directory, why it reached a human (the rule that said ask, a child floor,
-// the bash units that asked, or "no access facts: an older child"), the
-// child's prompt message, the evidence of its payload, and the grant a
-// session answer would record. On a short terminal the context goes first
-// and the command, the grant and the answers stay.
+// path (wrapped, and when cut, saying how long it was), the units of a
+// bash command line, the match values when they differ from the displayed
+// value, the child's working directory, why it reached a human (the rule
+// that said ask, a floor, the child's asking units when the broker
+// resolved no units, or "no access facts: an older child"), the child's
+// prompt message, the evidence of its payload, and the grant a session
+// answer would record. On a short terminal the context goes first and the
+// command, the units, the grant and the answers stay.
+//
+// # Units
+//
+// The broker's rules judge a bash command line unit by unit (see
+// bashunits). When a line has several units, or a floor holds one, the
+// prompt lists every unit in source order, one line each: its answer, its
+// command (cleaned like all untrusted text) and what decided it:
+//
+//	units      allow  git status  global rule "git status *" (config.json:8:7)
+//	           ask    sh          floor <opaque-bash-wrapper>: a shell reading its commands from stdin: sh; …
+//
+// Nothing the operator approves is hidden: the units are never cut or
+// dropped for a short screen. When they need more lines than the screen
+// gives them, they show a window and a last line saying which units it
+// holds ("↓ units 1–9 of 40 shown (38 allow, 2 ask)"), and page down and
+// page up scroll it, at any point of the answer.
 //
 // # Answers
 //
@@ -32,6 +49,27 @@
 // "yes, for this session" is approved_for_session at once, as in pi: the
 // child records the grant it derives itself. Esc on the first choice
 // decides nothing; in the reason it goes back.
+//
+// # Editing the whole-session grant
+//
+// In the scope choice, e opens a one-line editor on the grants the whole
+// session would record, one after the other, each pre-filled with its
+// pattern: enter accepts a pattern and moves to the next grant, and after
+// the last the scope choice lists what the whole session records; esc
+// cancels the edit (the grants are as they were before it) and returns to
+// the scope choice; ctrl-u clears the line. Only the pattern changes,
+// never the surface, and what is typed is checked like the reason:
+// printable characters only, at most 1000 of them, not blank. An edited
+// pattern is accepted only if it still matches what its grant was
+// suggested for (the bash units, or off bash the match values, that the
+// suggested pattern matches), checked with the rules' own matcher; else
+// the editor says why and stays open. The edited grants travel in the
+// decision (decision.Decision.Grants) and the broker records them instead
+// of the suggestion.
+//
+// The edit applies to the whole session only. "This subagent only" always
+// records the child's own suggestion: the child records it, and the wire
+// answer has no grants to carry an edit to it.
 //
 // Every answer is decided by {kind: user, via: terminal}.
 //

@@ -13,8 +13,11 @@ const (
 	keyUp
 	keyDown
 	keyBackspace
-	// keyKillLine is Ctrl-U: clear the typed reason.
+	// keyKillLine is Ctrl-U: clear the typed text.
 	keyKillLine
+	// keyPageUp and keyPageDown scroll the units of a long command line.
+	keyPageUp
+	keyPageDown
 )
 
 // key is one key press.
@@ -109,8 +112,11 @@ func decodeEscape(buf []byte) (*key, int, bool) {
 		for i := 2; i < len(buf); i++ {
 			c := buf[i]
 			if c >= 0x40 && c <= 0x7e {
-				if i == 2 {
+				switch {
+				case i == 2:
 					return arrow(c), i + 1, true
+				case c == '~':
+					return editKey(string(buf[2:i])), i + 1, true
 				}
 				return nil, i + 1, true
 			}
@@ -130,6 +136,18 @@ func decodeEscape(buf []byte) (*key, int, bool) {
 	// ESC followed by another key (Alt+key, or Escape then a key typed
 	// quickly): the ESC stands alone and the key follows.
 	return &key{Code: keyEsc}, 1, true
+}
+
+// editKey reads the parameter of a CSI ~ sequence (the editing keypad):
+// 5 is Page Up, 6 Page Down; the rest are ignored.
+func editKey(param string) *key {
+	switch param {
+	case "5":
+		return &key{Code: keyPageUp}
+	case "6":
+		return &key{Code: keyPageDown}
+	}
+	return nil
 }
 
 func arrow(final byte) *key {

@@ -21,6 +21,7 @@ func TestDecoder(t *testing.T) {
 		{"ESC then a key", []string{"\x1b\r"}, false, []key{esc, enter}},
 		{"ESC then y", []string{"\x1by"}, false, []key{esc, char('y')}},
 		{"other sequences are dropped", []string{"\x1b[1;5C\x1b[3~\x1bOP", "y"}, false, runes("y")},
+		{"page up and down", []string{"\x1b[5~\x1b[6", "~"}, false, []key{pgUp, pgDown}},
 		{"a cut CSI is Escape", []string{"\x1b[1;"}, true, []key{esc}},
 		{"backspace, DEL and Ctrl-U", []string{"\x7f\x08\x15"}, false, []key{bs, bs, kill}},
 		{"other controls are dropped", []string{"\x00\x01\x03\x04\t\x07y"}, false, runes("y")},

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -26,6 +27,9 @@ const (
 	stageScope
 	// stageReason is typing the reason of a denial.
 	stageReason
+	// stageEdit is editing the patterns the whole session would record,
+	// from the scope choice (see grantedit.go).
+	stageEdit
 )
 
 // option is one answer of a choice: its key and its label.
@@ -91,8 +95,14 @@ func newEntry(ask serve.Ask) *entry { return &entry{ask: &ask} }
 
 // grantable reports whether "yes, for this session" offers the scope
 // choice: only when the child said what a session grant would record.
-func (e *entry) grantable() bool {
-	return e.ask.Request.SessionApproval != nil && len(e.ask.Request.SessionApproval.Grants) > 0
+func (e *entry) grantable() bool { return len(e.suggested()) > 0 }
+
+// suggested returns the session grants the child suggested, nil when none.
+func (e *entry) suggested() []mailbox.Grant {
+	if sa := e.ask.Request.SessionApproval; sa != nil {
+		return sa.Grants
+	}
+	return nil
 }
 
 // machine is the prompt's state: the queue of asks and where the operator
@@ -109,6 +119,17 @@ type machine struct {
 	cursor int
 	// reason is the denial reason typed so far.
 	reason []rune
+	// grants are the whole-session grants as the operator edited them;
+	// nil means the child's suggestion. edit is the edit in progress.
+	grants []mailbox.Grant
+	edit   grantEdit
+	// home is the directory that `~` and `$HOME` in a pattern expand to
+	// when an edited pattern is checked, as in the broker's rules.
+	home string
+	// scroll is the first line of the units field on screen; units is
+	// what the last frame made of that field, for the scroll keys.
+	scroll int
+	units  pane
 	// notice is a one-line message for the operator (a key that was
 	// ignored, a reason that is required, an ask that left the queue),
 	// shown until the next key press.
@@ -179,6 +200,8 @@ func (m *machine) drain() []*entry {
 // strings of an ask are cleaned and laid out only once it is on screen.
 func (m *machine) show(now time.Time) {
 	m.stage, m.cursor, m.reason = stageChoose, 0, nil
+	m.grants, m.edit = nil, grantEdit{}
+	m.scroll, m.units = 0, pane{}
 	m.armedAt = now.Add(m.armDelay)
 	if e := m.first; e != nil && e.view == nil {
 		v := describe(*e.ask)
@@ -196,6 +219,7 @@ func (m *machine) withdraw(e *entry, why string, now time.Time) bool {
 	onScreen := e == m.first
 	m.unlink(e)
 	if onScreen {
+		m.grants, m.edit = nil, grantEdit{}
 		m.notice = fmt.Sprintf("the ask from %s left the queue: %s", e.view.summary, why)
 		if m.first != nil {
 			m.show(now)
@@ -212,6 +236,11 @@ func (m *machine) press(k key, now time.Time) (*entry, decision.Decision, bool) 
 	if e == nil {
 		return nil, decision.Decision{}, false
 	}
+	if k.Code == keyPageUp || k.Code == keyPageDown {
+		// Scrolling answers nothing, so it counts at once, in any stage.
+		m.scrollUnits(k.Code == keyPageDown)
+		return nil, decision.Decision{}, false
+	}
 	if !m.armed(now) {
 		m.notice = "ignored a key pressed as this ask appeared"
 		return nil, decision.Decision{}, false
@@ -223,15 +252,18 @@ func (m *machine) press(k key, now time.Time) (*entry, decision.Decision, bool) 
 	case stageChoose:
 		d, done = m.pressChoose(k, e)
 	case stageScope:
-		d, done = m.pressScope(k)
+		d, done = m.pressScope(k, e)
 	case stageReason:
 		d, done = m.pressReason(k)
+	case stageEdit:
+		m.pressEdit(k, e)
 	}
 	if !done {
 		return nil, decision.Decision{}, false
 	}
 	m.unlink(e)
 	m.answered++
+	m.grants, m.edit = nil, grantEdit{}
 	if m.first != nil {
 		m.show(now)
 	}
@@ -274,7 +306,20 @@ func (m *machine) pressChoose(k key, e *entry) (decision.Decision, bool) {
 	return decision.Decision{}, false
 }
 
-func (m *machine) pressScope(k key) (decision.Decision, bool) {
+// scrollUnits moves the units field on screen by a page, as the last
+// frame laid it out.
+func (m *machine) scrollUnits(down bool) {
+	page := max(m.units.page, 1)
+	top := max(m.units.top-page, 0)
+	if down {
+		top = min(m.units.top+page, m.units.last)
+	}
+	// Several keys may come before the next frame: each moves on from
+	// where the last one left the pane.
+	m.scroll, m.units.top = top, top
+}
+
+func (m *machine) pressScope(k key, e *entry) (decision.Decision, bool) {
 	pick := -1
 	switch k.Code {
 	case keyUp, keyDown:
@@ -291,13 +336,22 @@ func (m *machine) pressScope(k key) (decision.Decision, bool) {
 			pick = scopeSubagent
 		case '2':
 			pick = scopeWhole
+		case 'e', 'E':
+			// Only the whole session's grants can be edited: the wire
+			// answer carries no grants, so the child records its own
+			// request's suggestion.
+			m.startEdit(e)
 		}
 	}
 	switch pick {
 	case scopeSubagent:
 		return forSubagent, true
 	case scopeWhole:
-		return decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: byTerminal}, true
+		d := decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: byTerminal}
+		if m.grants != nil {
+			d.Grants = slices.Clone(m.grants)
+		}
+		return d, true
 	}
 	return decision.Decision{}, false
 }
@@ -320,9 +374,15 @@ func (m *machine) pressReason(k key) (decision.Decision, bool) {
 		}
 		return decision.Deny(reason, byTerminal), true
 	case keyRune:
-		if len(m.reason) < maxReason && (k.Rune == ' ' || unicode.IsPrint(k.Rune)) && !unicode.Is(unicode.Cf, k.Rune) {
+		if len(m.reason) < maxReason && typable(k.Rune) {
 			m.reason = append(m.reason, k.Rune)
 		}
 	}
 	return decision.Decision{}, false
+}
+
+// typable reports whether r may be typed into the prompt's text: a space
+// or a printing character, never a control or a format character.
+func typable(r rune) bool {
+	return (r == ' ' || unicode.IsPrint(r)) && !unicode.Is(unicode.Cf, r)
 }

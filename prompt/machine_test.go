@@ -50,12 +50,14 @@ func runes(s string) []key {
 }
 
 var (
-	enter = key{Code: keyEnter}
-	esc   = key{Code: keyEsc}
-	up    = key{Code: keyUp}
-	down  = key{Code: keyDown}
-	bs    = key{Code: keyBackspace}
-	kill  = key{Code: keyKillLine}
+	enter  = key{Code: keyEnter}
+	esc    = key{Code: keyEsc}
+	up     = key{Code: keyUp}
+	down   = key{Code: keyDown}
+	bs     = key{Code: keyBackspace}
+	kill   = key{Code: keyKillLine}
+	pgUp   = key{Code: keyPageUp}
+	pgDown = key{Code: keyPageDown}
 )
 
 func TestKeysToDecisions(t *testing.T) {
@@ -126,7 +128,7 @@ func TestKeysThatDecideNothing(t *testing.T) {
 	if m.notice != "" {
 		t.Errorf("a key press should clear the notice, got %q", m.notice)
 	}
-	// In the scope choice, only 1, 2, arrows, enter and esc count.
+	// In the scope choice, only 1, 2, e, arrows, enter and esc count.
 	if got := pressAll(m, t0, char('s'), char('y'), char('n'), char('s')); len(got) != 0 || m.stage != stageScope {
 		t.Fatalf("stray keys in the scope choice: %+v, stage %d", got, m.stage)
 	}

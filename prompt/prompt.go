@@ -34,6 +34,10 @@ type Options struct {
 	ArmDelay time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Home is the directory that `~` and `$HOME` expand to when an edited
+	// grant pattern is checked; empty means the user's home directory,
+	// which is what `broker serve` gives its rules.
+	Home string
 }
 
 // device is the terminal the prompt runs on.
@@ -106,6 +110,10 @@ func start(dev device, opts Options) *Prompt {
 		p.m.armDelay = opts.ArmDelay
 	case opts.ArmDelay == 0:
 		p.m.armDelay = DefaultArmDelay
+	}
+	p.m.home = opts.Home
+	if p.m.home == "" {
+		p.m.home, _ = os.UserHomeDir()
 	}
 	p.redraw()
 	go p.read()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seed6639df8c/courier/mailbox"
 )
 
 // Text attributes. Only the prompt's own frame uses them; untrusted text
@@ -26,7 +28,8 @@ const labelWidth = 11
 // frame lays out the prompt for a screen width columns wide with at most
 // rows lines: the idle line when nothing waits, else the ask on screen,
 // the count of those waiting, the current choice and a notice. Every line
-// fits the width.
+// fits the width. It records what it made of the units field (m.units),
+// which the scroll keys move on from.
 func (m *machine) frame(width, rows int, session string, now time.Time) []line {
 	e := m.head()
 	if e == nil {
@@ -52,10 +55,19 @@ func (m *machine) frame(width, rows int, session string, now time.Time) []line {
 			choice = append(choice, optionLine(i == m.cursor, a))
 		}
 	case stageScope:
-		choice = append(choice, line{text: "  Apply this session grant (above) to:"})
+		if m.grants == nil {
+			choice = append(choice, line{text: "  Apply this session grant (above) to:"})
+		} else {
+			choice = append(choice, line{text: "  Apply a session grant to:"})
+		}
 		for i, a := range scopeLabels(e.view.agent) {
 			choice = append(choice, optionLine(i == m.cursor, a))
 		}
+		if m.grants != nil {
+			choice = append(choice, editedLines(m.grants, e.suggested(), width)...)
+		}
+	case stageEdit:
+		choice = m.editLines(width)
 	case stageReason:
 		choice = append(choice,
 			line{text: "  No, with a reason: the agent is told why"},
@@ -68,7 +80,9 @@ func (m *machine) frame(width, rows int, session string, now time.Time) []line {
 	}
 
 	fixed := 1 + 1 + len(choice) + 1 + len(notice)
-	fields := layoutFields(e.view.fields, width, rows-fixed)
+	// The units pane the operator scrolls is the one this frame shows.
+	fields, units := layoutFields(e.view.fields, width, rows-fixed, m.scroll)
+	m.units = units
 	out := append([]line{header}, fields...)
 	out = append(out, line{})
 	out = append(out, choice...)
@@ -85,11 +99,45 @@ func (m *machine) help(now time.Time) string {
 	}
 	switch m.stage {
 	case stageScope:
-		return "↑/↓ move · enter picks · 1 or 2 · esc = this subagent only"
+		return "↑/↓ move · enter picks · 1 or 2 · e edits the whole-session grant · esc = this subagent only"
 	case stageReason:
 		return "type the reason · enter sends · esc goes back · ctrl-u clears"
+	case stageEdit:
+		return "type the pattern · enter accepts · esc cancels the edit · ctrl-u clears"
 	}
 	return "↑/↓ move · enter picks · or press y s n r"
+}
+
+// editedLines lists, under the whole session, the grants it records once
+// the operator edited them, marking those that differ from the child's
+// suggestion (which the subagent's answer records).
+func editedLines(grants, suggested []mailbox.Grant, width int) []line {
+	var out []line
+	for i, g := range grants {
+		text := "records " + Clean(g.Surface, capShort) + ": " + Clean(g.Pattern, 0)
+		if i < len(suggested) && g != suggested[i] {
+			text += "  (edited)"
+		}
+		for _, w := range wrapHanging(text, width-8, 8) {
+			out = append(out, line{text: "        " + w})
+		}
+	}
+	return out
+}
+
+// editLines is the grant editor: which grant, its pattern being typed, and
+// what it must still match.
+func (m *machine) editLines(width int) []line {
+	g := m.grants[m.edit.at]
+	head := fmt.Sprintf("  Edit the whole-session grant on %s", Clean(g.Surface, capShort))
+	if n := len(m.grants); n > 1 {
+		head += fmt.Sprintf(" (%d of %d)", m.edit.at+1, n)
+	}
+	return []line{
+		{text: head + " · this subagent only keeps the suggestion"},
+		{text: "  pattern > " + tail(Clean(string(m.edit.text), 0), width-13) + "█"},
+		{text: "  it must match " + targetList(m.edit.targets)},
+	}
 }
 
 func optionLine(selected bool, o option) line {
@@ -100,15 +148,35 @@ func optionLine(selected bool, o option) line {
 }
 
 // layoutFields wraps the fields to the width and drops the least important
-// ones until they fit in rows lines.
-func layoutFields(fields []field, width, rows int) []line {
+// ones until they fit in rows lines. A scrolling field (the units) is
+// never dropped: it shrinks to a window that starts at its line top, and
+// the pane says what the window became.
+func layoutFields(fields []field, width, rows, top int) ([]line, pane) {
 	text := width - labelWidth - 2
 	type laid struct {
 		f     field
 		wrap  int
 		lines []line
 	}
+	var pn pane
+	labelled := func(label string, texts []string) []line {
+		out := make([]line, len(texts))
+		for i, w := range texts {
+			if i > 0 {
+				label = ""
+			}
+			out[i] = line{text: fmt.Sprintf("  %-*s%s", labelWidth, label, w)}
+		}
+		return out
+	}
 	lay := func(f field, wrap int) []line {
+		if f.scroll {
+			// The last layout of the one scrolling field is the one shown:
+			// it is never dropped.
+			var texts []string
+			texts, pn = layScroll(f, text, wrap, top)
+			return labelled(f.label, texts)
+		}
 		var out []line
 		for _, l := range f.lines {
 			for j, w := range wrapText(l, text, wrap, f.note) {
@@ -166,7 +234,7 @@ func layoutFields(fields []field, width, rows int) []line {
 	for _, a := range all {
 		out = append(out, a.lines...)
 	}
-	return out
+	return out, pn
 }
 
 // fit cuts every line to the width and the frame to the rows, keeping the

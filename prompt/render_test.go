@@ -52,10 +52,14 @@ func hostileAsk() serve.Ask {
 var ourSGR = regexp.MustCompile(`\x1b\[(0|1|7)m`)
 
 func TestHostileAskRendersInert(t *testing.T) {
-	for _, st := range []stage{stageChoose, stageScope, stageReason} {
+	for _, st := range []stage{stageChoose, stageScope, stageReason, stageEdit} {
 		m := &machine{}
 		m.push(newEntry(hostileAsk()), t0)
 		m.stage = st
+		if st == stageEdit {
+			m.startEdit(m.head())
+			pressAll(m, t0, char('x'), enter) // refused: the notice quotes it
+		}
 		for _, size := range [][2]int{{100, 40}, {60, 20}, {30, 8}} {
 			lines := m.frame(size[0], size[1], "parent\x1b[2J", t0)
 			for _, l := range lines {
@@ -112,9 +116,15 @@ func TestWhy(t *testing.T) {
 		}(), `rule bash "git push *" (global, c.json:3:5) says ask`},
 		{"a floor", func() serve.Ask {
 			a := testAsk("a", "git push", false)
+			a.Request.AccessIntent.Floor = "<opaque-bash-wrapper>"
 			a.Resolution = rules.Decision{Action: rules.Ask, Floor: "<opaque-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
 			return a
 		}(), "floor <opaque-bash-wrapper>: the child asks even where a rule allows (rule bash (agent))"},
+		{"a floor the broker found in a unit", func() serve.Ask {
+			a := testAsk("a", "sudo make install", false)
+			a.Resolution = rules.Decision{Action: rules.Ask, Floor: "<indirection-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
+			return a
+		}(), "floor <indirection-bash-wrapper>: a unit asks even where a rule allows (rule bash (agent))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,14 @@ type field struct {
 	note string
 	// rank orders what goes first when the screen is short: higher stays.
 	rank int
+	// scroll marks a field that is never cut (the units): each line is
+	// wrapped in full, continuing under its hang, and wrap is the height
+	// of the window that shows them; what does not fit is scrolled to,
+	// and a note line says so (see layScroll). tally sums the lines up
+	// for that note.
+	scroll bool
+	hang   int
+	tally  string
 }
 
 // view is an ask as the operator sees it, made safe once when the ask
@@ -99,6 +107,9 @@ func describe(ask serve.Ask) view {
 		note: fmt.Sprintf("… cut: %d characters in all, the rest is not shown", utf8.RuneCountInString(value)),
 	})
 	v.summary = fmt.Sprintf("'%s' %s", v.agent, cut(Clean(value, capShort), 40))
+	if units := ask.Resolution.Units; showUnits(units) {
+		v.add(unitsField(units))
+	}
 
 	if intent != nil {
 		var also []string
@@ -131,7 +142,7 @@ func describe(ask serve.Ask) view {
 	if sa := req.SessionApproval; sa != nil {
 		for i, g := range sa.Grants {
 			if i == maxGrants {
-				v.grants = append(v.grants, fmt.Sprintf("… and %d more", len(sa.Grants)-i))
+				v.grants = append(v.grants, fmt.Sprintf("… and %d more (s, then e, shows each)", len(sa.Grants)-i))
 				break
 			}
 			v.grants = append(v.grants, Clean(g.Surface, capShort)+": "+Clean(g.Pattern, capLine))
@@ -160,8 +171,10 @@ func valueLabel(surface string, intent *mailbox.AccessIntent) string {
 	return "value"
 }
 
-// why says what made the rules ask: the rule that asked, a floor the child
-// set, the bash units that asked, or that the child sent no access facts.
+// why says what made the rules ask: the rule that asked, a floor (the
+// child's, or one the broker found in a unit), the bash units that asked
+// when the units field does not show them, or that the child sent no
+// access facts.
 func why(ask serve.Ask) []string {
 	intent := ask.Request.AccessIntent
 	if intent == nil {
@@ -171,8 +184,12 @@ func why(ask serve.Ask) []string {
 	var lines []string
 	switch {
 	case res.Floor != "":
-		lines = append(lines, fmt.Sprintf("floor %s: the child asks even where a rule allows (%s)",
-			Clean(res.Floor, capShort), ruleText(res.Rule)))
+		who := "the child asks"
+		if !childFloor(intent, res.Floor) {
+			who = "a unit asks"
+		}
+		lines = append(lines, fmt.Sprintf("floor %s: %s even where a rule allows (%s)",
+			Clean(res.Floor, capShort), who, ruleText(res.Rule)))
 	case res.Rule.Origin == rules.OriginDefault || res.Rule.Origin == "":
 		lines = append(lines, "no rule matched: the default is ask")
 	default:
@@ -180,6 +197,10 @@ func why(ask serve.Ask) []string {
 	}
 	if intent.Floor != "" && res.Floor == "" {
 		lines = append(lines, "child floor "+Clean(intent.Floor, capShort))
+	}
+	if showUnits(res.Units) {
+		// The units field shows every unit the child's asking units hold.
+		return lines
 	}
 	for i, u := range intent.AskingUnits {
 		if i == maxAskingUnits {
@@ -193,6 +214,20 @@ func why(ask serve.Ask) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// childFloor reports whether floor is one the child set, on the ask or on
+// one of its asking units.
+func childFloor(intent *mailbox.AccessIntent, floor string) bool {
+	if intent.Floor == floor {
+		return true
+	}
+	for _, u := range intent.AskingUnits {
+		if u.Floor == floor {
+			return true
+		}
+	}
+	return false
 }
 
 // ruleText names a rule: its surface and pattern, where it came from.
