@@ -31,6 +31,12 @@ const (
 	// targetSessionId, responsePath.
 	ForwardedResponseTimedOut = "forwarded_permission.response_timed_out"
 
+	// ForwardedSessionReloaded is written by a broker that took in its
+	// grant journal after someone else changed it (broker grants revoke, an
+	// edit). Details: sessionId, journal, grants (how many now), revoked
+	// and added (what changed).
+	ForwardedSessionReloaded = "forwarded_permission.session_reloaded"
+
 	// ForwardedRelayStarted is written by a node that starts relaying its
 	// asks to its own parent (multi-hop). Details: targetSessionId, channel.
 	ForwardedRelayStarted = "forwarded_permission.relay_started"

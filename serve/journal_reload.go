@@ -6,12 +6,6 @@ import (
 	"github.com/seed6639df8c/courier/reviewlog"
 )
 
-// eventSessionReloaded is the review entry of a reload: the broker took
-// in its grant journal, changed by someone else (broker grants revoke, an
-// edit). Details: sessionId, journal, grants (how many now), revoked and
-// added (what changed). Its home is reviewlog's catalogue of events.
-const eventSessionReloaded = "forwarded_permission.session_reloaded"
-
 // reloadJournal takes in the grant journal when someone else changed it
 // since the broker last read or wrote it, replacing the whole-session
 // grants in memory, so that a revoke takes effect on the next tick. It
@@ -37,7 +31,7 @@ func (b *Broker) reloadJournal() {
 		return
 	}
 	n := sessions.Len()
-	b.log(eventSessionReloaded, map[string]any{
+	b.log(reviewlog.ForwardedSessionReloaded, map[string]any{
 		"sessionId": b.Session, "journal": b.Journal.Path(), "grants": n,
 		"revoked": nonNil(change.Removed), "added": nonNil(change.Added),
 	})

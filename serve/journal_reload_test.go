@@ -119,7 +119,7 @@ func TestRunningBrokerTakesInARevoke(t *testing.T) {
 	f.stop()
 	var reloaded map[string]any
 	for _, e := range readLog(t, logPath) {
-		if e["event"] == eventSessionReloaded {
+		if e["event"] == reviewlog.ForwardedSessionReloaded {
 			reloaded = e
 		}
 	}
