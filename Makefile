@@ -9,10 +9,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Every fuzz target, as package:FuzzName.
 FUZZ_TARGETS := \
 	./provenance:FuzzDecode \
-	./mailbox:FuzzDecodeRequest \
-	./mailbox:FuzzDecodeResponse \
-	./mailbox:FuzzDecodeHeartbeat \
-	./mailbox:FuzzResponseBinding \
+	./wire:FuzzDecodeRequest \
+	./wire:FuzzDecodeResponse \
+	./wire:FuzzDecodeHeartbeat \
+	./wire:FuzzResponseBinding \
 	./audit:FuzzCensus \
 	./internal/strictjson:FuzzFoldKey \
 	./mailbox:FuzzEscapeSessionID \
@@ -34,10 +34,10 @@ FUZZ_TARGETS := \
 # on a loaded machine (golang/go#75804, not fixed in Go 1.26). Set
 # FUZZTIME_SHORT (e.g. 30s, or 100000x) to give every target that budget.
 FUZZ_SHORT_TARGETS := \
-	./mailbox:FuzzDecodeRequest:20000x \
-	./mailbox:FuzzDecodeResponse:30000x \
-	./mailbox:FuzzResponseBinding:50000x \
-	./mailbox:FuzzDecodeHeartbeat:50000x \
+	./wire:FuzzDecodeRequest:20000x \
+	./wire:FuzzDecodeResponse:30000x \
+	./wire:FuzzResponseBinding:50000x \
+	./wire:FuzzDecodeHeartbeat:50000x \
 	./provenance:FuzzDecode:100000x \
 	./rules:FuzzParse:500x \
 	./bashunits:FuzzSplit:20000x \

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // brokerSpec says how to start one `broker serve` process.
@@ -151,7 +152,7 @@ func (b *brokerProc) waitReady(ctx context.Context, timeout time.Duration) error
 	defer tick.Stop()
 	for {
 		if data, err := os.ReadFile(path); err == nil {
-			if hb, err := mailbox.DecodeHeartbeat(data); err == nil && hb.PID == b.pid() {
+			if hb, err := wire.DecodeHeartbeat(data); err == nil && hb.PID == b.pid() {
 				return nil
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // askTimeout bounds every ask the driver makes: a broker that stops
@@ -245,7 +246,7 @@ func dropRequests(ctx context.Context, layout mailbox.Layout, target string, k a
 		if err != nil {
 			return fmt.Errorf("dropping request %d: %w", i, err)
 		}
-		data, err := mailbox.EncodeRequest(req)
+		data, err := wire.EncodeRequest(req)
 		if err != nil {
 			return fmt.Errorf("dropping request %d: %w", i, err)
 		}

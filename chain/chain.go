@@ -11,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Link is one authorizer in the chain.
@@ -137,7 +137,7 @@ func (c *Chain) Names() []string {
 // {kind: authorizer, verdict: allow}; a deny carries the link's cleaned
 // reason. A link that fails yields its failure verdict: a failure that
 // denies is decided by {kind: gate_error}, because no link said no.
-func (c *Chain) Resolve(ctx context.Context, req mailbox.Request) (decision.Decision, bool) {
+func (c *Chain) Resolve(ctx context.Context, req wire.Request) (decision.Decision, bool) {
 	if c == nil || len(c.members) == 0 {
 		return decision.Decision{}, false
 	}
@@ -182,7 +182,7 @@ type outcome struct {
 }
 
 // ask calls one link and applies its failure policy and the envelope.
-func (c *Chain) ask(ctx context.Context, m Member, req mailbox.Request) outcome {
+func (c *Chain) ask(ctx context.Context, m Member, req wire.Request) outcome {
 	ev := Project(req, m.Disclose)
 	start := c.now()
 	v, err := m.Link.Authorize(ctx, ev)
@@ -216,7 +216,7 @@ func failureVerdict(m Member, err error) Verdict {
 
 // consult asks one enforcing link and logs its verdict; ok reports that the
 // link decided.
-func (c *Chain) consult(ctx context.Context, m Member, req mailbox.Request) (decision.Decision, bool) {
+func (c *Chain) consult(ctx context.Context, m Member, req wire.Request) (decision.Decision, bool) {
 	o := c.ask(ctx, m, req)
 	name := m.Link.Name()
 	c.write(reviewlog.LinkVerdict, linkDetails(req.ID, name, o))
@@ -244,7 +244,7 @@ func (c *Chain) consult(ctx context.Context, m Member, req mailbox.Request) (dec
 // chain's own context, not the ask's, so a decision made early does not
 // cut the shadow call short; the link's timeout bounds it, and Close
 // cancels it.
-func (c *Chain) startShadow(m Member, req mailbox.Request) {
+func (c *Chain) startShadow(m Member, req wire.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // fakeLink answers with a fixed verdict or error and records its calls.
@@ -100,12 +100,12 @@ func readLog(t *testing.T, path string) []map[string]any {
 	return out
 }
 
-func bashAsk(value string) mailbox.Request {
-	return mailbox.Request{
+func bashAsk(value string) wire.Request {
+	return wire.Request{
 		ID: "r1", RequesterSessionID: "child", TargetSessionID: "parent", RequesterAgentName: "Explore",
 		Surface: "bash", Value: value,
-		AccessIntent: &mailbox.AccessIntent{Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
-			Principal: mailbox.Principal{SessionID: "child", AgentName: "Explore"}},
+		AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
+			Principal: wire.Principal{SessionID: "child", AgentName: "Explore"}},
 	}
 }
 

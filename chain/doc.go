@@ -10,7 +10,7 @@
 //
 // # What a link sees
 //
-// A link never sees a [mailbox.Request]. [Project] builds its [Evidence]
+// A link never sees a [wire.Request]. [Project] builds its [Evidence]
 // field by field: the request id, the display surface and value, the
 // source, the prompt message and payload, the forwarding provenance (the
 // requesting agent and session), the child-fixed access facts and the

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Evidence is what one link may know about one ask: the projection of a
-// mailbox.Request that [Project] builds. Links must treat it as read-only;
+// wire.Request that [Project] builds. Links must treat it as read-only;
 // slices may be shared with other links' evidence.
 type Evidence struct {
 	// RequestID names the ask in the review log.
@@ -48,7 +48,7 @@ type Forwarding struct {
 	RequesterSessionID string
 }
 
-// AccessFacts are the child-fixed facts of an ask: mailbox.AccessIntent
+// AccessFacts are the child-fixed facts of an ask: wire.AccessIntent
 // without the requester's identity.
 type AccessFacts struct {
 	// Surface is the gate surface: bash, path, path_read, a tool name...
@@ -101,10 +101,10 @@ type Disclosure struct {
 // process id are never included. Project copies every slice, so no link
 // can alter another's evidence or the request.
 //
-// Every field of mailbox.Request and the types under it is classified in
+// Every field of wire.Request and the types under it is classified in
 // this package's tests as projected or withheld; adding a field there
 // fails the tests until it is classified here.
-func Project(req mailbox.Request, d Disclosure) Evidence {
+func Project(req wire.Request, d Disclosure) Evidence {
 	ev := Evidence{
 		RequestID: req.ID,
 		Source:    string(req.Source),
@@ -138,7 +138,7 @@ func Project(req mailbox.Request, d Disclosure) Evidence {
 
 // projectAccess copies the child-fixed facts of ai and nothing else: its
 // RequesterCwd and Principal are provenance, disclosed separately.
-func projectAccess(ai *mailbox.AccessIntent) *AccessFacts {
+func projectAccess(ai *wire.AccessIntent) *AccessFacts {
 	facts := &AccessFacts{
 		Surface:     ai.Surface,
 		MatchValues: slices.Clone(ai.MatchValues),

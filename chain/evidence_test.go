@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Every field of the wire request, and of the types under it, is either
@@ -58,7 +58,7 @@ func wireFields(t reflect.Type, seen map[reflect.Type]bool, out *[]string) {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || seen[t] || t.PkgPath() != reflect.TypeFor[mailbox.Request]().PkgPath() {
+	if t.Kind() != reflect.Struct || seen[t] || t.PkgPath() != reflect.TypeFor[wire.Request]().PkgPath() {
 		return
 	}
 	seen[t] = true
@@ -70,7 +70,7 @@ func wireFields(t reflect.Type, seen map[reflect.Type]bool, out *[]string) {
 
 func TestProjectionClassifiesEveryField(t *testing.T) {
 	var fields []string
-	wireFields(reflect.TypeFor[mailbox.Request](), map[reflect.Type]bool{}, &fields)
+	wireFields(reflect.TypeFor[wire.Request](), map[reflect.Type]bool{}, &fields)
 	if len(fields) < 20 {
 		t.Fatalf("found only %v", fields)
 	}
@@ -89,20 +89,20 @@ func TestProjectionClassifiesEveryField(t *testing.T) {
 
 // markedRequest fills every string of a request with a marker naming its
 // field, so a test can see where each value went.
-func markedRequest() mailbox.Request {
+func markedRequest() wire.Request {
 	b := "boundary:BoundaryValue"
-	return mailbox.Request{
+	return wire.Request{
 		ID: "marker-ID", CreatedAt: 424242, RequesterSessionID: "marker-RequesterSessionID",
 		TargetSessionID: "marker-TargetSessionID", RequesterAgentName: "marker-RequesterAgentName",
 		Message: "marker-Message", Payload: json.RawMessage(`{"k":"marker-Payload"}`),
 		Source: "marker-Source", Surface: "marker-Surface", Value: "marker-Value",
-		SessionApproval: &mailbox.SessionApproval{Grants: []mailbox.Grant{{Surface: "marker-Grant.Surface", Pattern: "marker-Grant.Pattern"}}},
-		AccessIntent: &mailbox.AccessIntent{
+		SessionApproval: &wire.SessionApproval{Grants: []wire.Grant{{Surface: "marker-Grant.Surface", Pattern: "marker-Grant.Pattern"}}},
+		AccessIntent: &wire.AccessIntent{
 			Surface: "marker-AccessIntent.Surface", MatchValues: []string{"marker-MatchValues"},
 			BoundaryValue: &b, RequesterCwd: "marker-RequesterCwd",
-			Principal:   mailbox.Principal{SessionID: "marker-Principal.SessionID", AgentName: "marker-Principal.AgentName"},
+			Principal:   wire.Principal{SessionID: "marker-Principal.SessionID", AgentName: "marker-Principal.AgentName"},
 			Floor:       "marker-AccessIntent.Floor",
-			AskingUnits: []mailbox.AskingUnit{{Command: "marker-AskingUnit.Command", Floor: "marker-AskingUnit.Floor"}},
+			AskingUnits: []wire.AskingUnit{{Command: "marker-AskingUnit.Command", Floor: "marker-AskingUnit.Floor"}},
 		},
 		RequesterPID: 777777,
 	}
@@ -165,7 +165,7 @@ func TestProjectCopies(t *testing.T) {
 }
 
 func TestProjectAbsentParts(t *testing.T) {
-	ev := Project(mailbox.Request{ID: "r", RequesterAgentName: "a", RequesterSessionID: "s"}, Disclosure{Cwd: true, Principal: true})
+	ev := Project(wire.Request{ID: "r", RequesterAgentName: "a", RequesterSessionID: "s"}, Disclosure{Cwd: true, Principal: true})
 	if ev.Access != nil || ev.SessionApproval != nil || ev.Payload != nil || ev.RequesterCwd != nil || ev.Principal != nil {
 		t.Errorf("absent parts projected as present: %+v", ev)
 	}

@@ -3,13 +3,13 @@
 // one, the serve loop writes it as a response, and the child prints it.
 //
 // A Decision always names its decider ([provenance.Source]). The wire form
-// is mailbox.Response; [FromResponse] and [Decision.Response] are the only
+// is wire.Response; [FromResponse] and [Decision.Response] are the only
 // conversions between the two.
 package decision
 
 import (
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // State is what was decided. StateApprovedForServingSession is the
@@ -36,13 +36,13 @@ type Decision struct {
 	DecidedBy provenance.Source
 	// SessionGrantWidth applies to StateApprovedForSession; empty means
 	// proven.
-	SessionGrantWidth mailbox.GrantWidth
+	SessionGrantWidth wire.GrantWidth
 	// Grants applies to StateApprovedForServingSession only: the
 	// whole-session grants the operator chose (edited at the prompt), which
 	// the broker records instead of the request's suggestion; nil means the
 	// request's suggestion. They never reach the wire: the child of a
 	// whole-session answer sees plain approved and records nothing.
-	Grants []mailbox.Grant
+	Grants []wire.Grant
 }
 
 // Approved reports whether the ask may go ahead.
@@ -81,7 +81,7 @@ func NobodyAnswered(reason string) Decision {
 // FromResponse reads a responder's answer as the decision of the session
 // that forwarded the ask: the responder's decider is nested under a
 // forwarded frame naming the responder (null when it sent none).
-func FromResponse(r mailbox.Response) Decision {
+func FromResponse(r wire.Response) Decision {
 	return Decision{
 		State:             State(r.State),
 		DenialReason:      r.DenialReason,
@@ -93,12 +93,12 @@ func FromResponse(r mailbox.Response) Decision {
 // Response is d as the wire answer of the responder session. The internal
 // whole-session state goes on the wire as plain approved with the decider
 // unchanged (the broker records the grants itself).
-func (d Decision) Response(responderSessionID string, respondedAtMillis int64) mailbox.Response {
-	state := mailbox.State(d.State)
+func (d Decision) Response(responderSessionID string, respondedAtMillis int64) wire.Response {
+	state := wire.State(d.State)
 	if d.State == StateApprovedForServingSession {
-		state = mailbox.StateApproved
+		state = wire.StateApproved
 	}
-	r := mailbox.Response{
+	r := wire.Response{
 		Approved:           d.Approved(),
 		State:              state,
 		DenialReason:       d.DenialReason,
@@ -106,7 +106,7 @@ func (d Decision) Response(responderSessionID string, respondedAtMillis int64) m
 		RespondedAt:        respondedAtMillis,
 		DecidedBy:          d.DecidedBy,
 	}
-	if state == mailbox.StateApprovedForSession {
+	if state == wire.StateApprovedForSession {
 		r.SessionGrantWidth = d.SessionGrantWidth
 	}
 	return r

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 func TestConstructors(t *testing.T) {
@@ -22,7 +22,7 @@ func TestConstructors(t *testing.T) {
 		{"deny", Deny("", rule), false, false, StateDenied},
 		{"deny with reason", Deny("Use pnpm instead", rule), false, false, StateDeniedWithReason},
 		{"nobody answered", NobodyAnswered("Session 'p' is not serving forwarded permission requests"), false, true, StateDenied},
-		{"relayed unavailable", FromResponse(mailbox.Response{State: mailbox.StateDenied, ResponderSessionID: "p", DecidedBy: provenance.Unavailable{Reason: "r"}}), false, true, StateDenied},
+		{"relayed unavailable", FromResponse(wire.Response{State: wire.StateDenied, ResponderSessionID: "p", DecidedBy: provenance.Unavailable{Reason: "r"}}), false, true, StateDenied},
 		{"user denial is not unavailable", Deny("", provenance.User{Via: provenance.ViaTerminal}), false, false, StateDenied},
 	}
 	for _, tt := range tests {
@@ -42,14 +42,14 @@ func TestWholeSessionGrantGoesOnTheWireAsApproved(t *testing.T) {
 	by := provenance.User{Via: provenance.ViaTerminal}
 	// The operator's edited grants stay at the broker: the wire answer is
 	// the same with them as without.
-	for _, grants := range [][]mailbox.Grant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
-		d := Decision{State: StateApprovedForServingSession, DecidedBy: by, SessionGrantWidth: mailbox.GrantFamily, Grants: grants}
+	for _, grants := range [][]wire.Grant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
+		d := Decision{State: StateApprovedForServingSession, DecidedBy: by, SessionGrantWidth: wire.GrantFamily, Grants: grants}
 		r := d.Response("parent", 42)
-		want := mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 42, DecidedBy: by}
+		want := wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 42, DecidedBy: by}
 		if !reflect.DeepEqual(r, want) {
 			t.Errorf("Response = %+v, want %+v", r, want)
 		}
-		data, err := mailbox.EncodeResponse(r)
+		data, err := wire.EncodeResponse(r)
 		if err != nil {
 			t.Errorf("not encodable: %v", err)
 		}
@@ -63,7 +63,7 @@ func TestResponseRoundTripNestsTheResponder(t *testing.T) {
 	by := provenance.Authorizer{Name: "deny-list", Verdict: provenance.VerdictDeny, Reason: provenance.Str("no")}
 	for _, d := range []Decision{
 		Allow(by), Deny("no", by), NobodyAnswered("gone"),
-		{State: StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}, SessionGrantWidth: mailbox.GrantFamily},
+		{State: StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}, SessionGrantWidth: wire.GrantFamily},
 	} {
 		got := FromResponse(d.Response("parent", 1))
 		want := d
@@ -73,7 +73,7 @@ func TestResponseRoundTripNestsTheResponder(t *testing.T) {
 		}
 	}
 	// An older responder sent no decider: the child records decision null.
-	got := FromResponse(mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "old"})
+	got := FromResponse(wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "old"})
 	if f, ok := got.DecidedBy.(provenance.Forwarded); !ok || f.Decision != nil || *f.ResponderSessionID != "old" {
 		t.Errorf("legacy response decider = %#v", got.DecidedBy)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // serveAll answers every request for session in process until the test
@@ -19,7 +20,7 @@ func serveAll(tb testing.TB, layout mailbox.Layout, session string) {
 	}
 	dir, _ := layout.RequestsDir(session)
 	w := mailbox.NewWatcher(dir, mailbox.WatchOptions{})
-	hb := &mailbox.HeartbeatPublisher{Layout: layout, Session: session, ResponseBinding: mailbox.BindingSHA256}
+	hb := &mailbox.HeartbeatPublisher{Layout: layout, Session: session, ResponseBinding: wire.BindingSHA256}
 	if err := hb.Publish(); err != nil {
 		tb.Fatal(err)
 	}
@@ -42,14 +43,14 @@ func serveAll(tb testing.TB, layout mailbox.Layout, session string) {
 
 // answerBound writes resp as session's answer to request id, bound to the
 // request's bytes on disk. A request already gone is not answered.
-func answerBound(tb testing.TB, layout mailbox.Layout, session, id string, resp mailbox.Response) {
+func answerBound(tb testing.TB, layout mailbox.Layout, session, id string, resp wire.Response) {
 	reqPath, _ := layout.RequestPath(session, id)
 	data, err := mailbox.ReadFile(reqPath)
 	if err != nil {
 		return
 	}
 	resp.ResponderSessionID = session
-	out, err := mailbox.EncodeResponse(resp.Bind(id, mailbox.RequestDigest(data)))
+	out, err := wire.EncodeResponse(resp.Bind(id, wire.RequestDigest(data)))
 	if err == nil {
 		err = layout.WriteResponse(session, id, out)
 	}

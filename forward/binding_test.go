@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // The parent's "responses are bound" announcement is read as the wait
@@ -52,17 +53,17 @@ func TestStickyBindingAnnouncedBeforeThePlant(t *testing.T) {
 				default:
 				}
 			}
-			reqData, _ := mailbox.EncodeRequest(req)
+			reqData, _ := wire.EncodeRequest(req)
 			serveWith(t, c, func(id string) {
 				tc.change(t, c)
-				plant, _ := mailbox.EncodeResponse(response(true)) // unbound approval
+				plant, _ := wire.EncodeResponse(response(true)) // unbound approval
 				if err := c.Layout.WriteResponse("parent", id, plant); err != nil {
 					t.Error(err)
 				}
 				select {
 				case <-refused:
 					// The parent's own answer, a denial, bound.
-					real, _ := mailbox.EncodeResponse(response(false).Bind(id, mailbox.RequestDigest(reqData)))
+					real, _ := wire.EncodeResponse(response(false).Bind(id, wire.RequestDigest(reqData)))
 					if err := c.Layout.WriteResponse("parent", id, real); err != nil {
 						t.Error(err)
 					}
@@ -90,19 +91,19 @@ func TestStickyBindingPlantedDenial(t *testing.T) {
 		default:
 		}
 	}
-	reqData, _ := mailbox.EncodeRequest(req)
+	reqData, _ := wire.EncodeRequest(req)
 	serveWith(t, c, func(id string) {
 		// The broker restarts: its record is withdrawn for a moment.
 		if err := (&mailbox.HeartbeatPublisher{Layout: c.Layout, Session: "parent"}).Withdraw(); err != nil {
 			t.Error(err)
 		}
-		plant, _ := mailbox.EncodeResponse(response(false)) // unbound denial
+		plant, _ := wire.EncodeResponse(response(false)) // unbound denial
 		if err := c.Layout.WriteResponse("parent", id, plant); err != nil {
 			t.Error(err)
 		}
 		select {
 		case <-refused:
-			real, _ := mailbox.EncodeResponse(response(true).Bind(id, mailbox.RequestDigest(reqData)))
+			real, _ := wire.EncodeResponse(response(true).Bind(id, wire.RequestDigest(reqData)))
 			if err := c.Layout.WriteResponse("parent", id, real); err != nil {
 				t.Error(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/seed6639df8c/courier/bashunits"
-	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Ask is one permission ask as a child's gate states it, before it becomes
@@ -38,7 +38,7 @@ type Ask struct {
 	Floor string
 	// Grants are the session grants to suggest; empty means the default
 	// suggestion for the surface (see SuggestGrant).
-	Grants []mailbox.Grant
+	Grants []wire.Grant
 }
 
 // NewRequestID mints pi's request id shape, perm-<uuid v4>, from
@@ -57,9 +57,9 @@ func NewRequestID() (string, error) {
 // child-fixed access facts, the display projection, a readable message
 // (a 20.7.3 parent deletes a request without one), the suggested session
 // grants, and the child's pid.
-func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request, error) {
+func (a Ask) Request(id, target string, createdAtMillis int64) (wire.Request, error) {
 	if a.Session == "" || a.Agent == "" || a.Surface == "" || a.Value == "" {
-		return mailbox.Request{}, fmt.Errorf("an ask needs a session, an agent, a surface and a value")
+		return wire.Request{}, fmt.Errorf("an ask needs a session, an agent, a surface and a value")
 	}
 	tool := a.Tool
 	if tool == "" {
@@ -70,11 +70,11 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 		units = bashunits.Split(a.Value)
 	}
 	matchValues, boundary := a.facts(units)
-	intent := &mailbox.AccessIntent{
+	intent := &wire.AccessIntent{
 		Surface:      a.Surface,
 		MatchValues:  matchValues,
 		RequesterCwd: a.Cwd,
-		Principal:    mailbox.Principal{SessionID: a.Session, AgentName: a.Agent},
+		Principal:    wire.Principal{SessionID: a.Session, AgentName: a.Agent},
 		Floor:        a.Floor,
 	}
 	if boundary != "" {
@@ -86,21 +86,21 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (mailbox.Request,
 		if units != nil {
 			grants = SuggestBashGrants(units)
 		} else {
-			grants = []mailbox.Grant{SuggestGrant(a.Surface, matchValues[0])}
+			grants = []wire.Grant{SuggestGrant(a.Surface, matchValues[0])}
 		}
 	}
-	var approval *mailbox.SessionApproval
+	var approval *wire.SessionApproval
 	if len(grants) > 0 {
-		approval = &mailbox.SessionApproval{Grants: grants}
+		approval = &wire.SessionApproval{Grants: grants}
 	}
-	return mailbox.Request{
+	return wire.Request{
 		ID:                 id,
 		CreatedAt:          createdAtMillis,
 		RequesterSessionID: a.Session,
 		TargetSessionID:    target,
 		RequesterAgentName: a.Agent,
 		Message:            Message(a.Agent, tool, a.Value),
-		Source:             mailbox.SourceToolCall,
+		Source:             wire.SourceToolCall,
 		Surface:            tool,
 		Value:              a.Value,
 		SessionApproval:    approval,
@@ -176,7 +176,7 @@ func Message(agent, tool, value string) string {
 // the floor. It leaves any other intent alone, and returns whether it
 // changed ai. A relayed or hand-written request thus reaches a parent
 // judged unit by unit, whoever built it.
-func FillBashUnits(ai *mailbox.AccessIntent) bool {
+func FillBashUnits(ai *wire.AccessIntent) bool {
 	if ai == nil || ai.Surface != "bash" || len(ai.AskingUnits) > 0 || len(ai.MatchValues) == 0 {
 		return false
 	}
@@ -190,11 +190,11 @@ func FillBashUnits(ai *mailbox.AccessIntent) bool {
 
 // setUnits writes units as ai's asking units; the intent's floor, when it
 // has one, applies to every unit without its own.
-func setUnits(ai *mailbox.AccessIntent, units []bashunits.Unit) {
+func setUnits(ai *wire.AccessIntent, units []bashunits.Unit) {
 	if len(units) == 0 {
 		return
 	}
-	ai.AskingUnits = make([]mailbox.AskingUnit, len(units))
+	ai.AskingUnits = make([]wire.AskingUnit, len(units))
 	first := ""
 	for i, u := range units {
 		f := u.Floor
@@ -204,7 +204,7 @@ func setUnits(ai *mailbox.AccessIntent, units []bashunits.Unit) {
 		if first == "" {
 			first = u.Floor
 		}
-		ai.AskingUnits[i] = mailbox.AskingUnit{Command: u.Command, Floor: f}
+		ai.AskingUnits[i] = wire.AskingUnit{Command: u.Command, Floor: f}
 	}
 	if ai.Floor == "" {
 		ai.Floor = first
@@ -216,17 +216,17 @@ func setUnits(ai *mailbox.AccessIntent, units []bashunits.Unit) {
 // what no pattern can see, so it gets none), each built from that unit
 // alone (see SuggestGrant), without repeats. It is empty when no unit
 // yields a grant.
-func SuggestBashGrants(units []bashunits.Unit) []mailbox.Grant {
-	var out []mailbox.Grant
+func SuggestBashGrants(units []bashunits.Unit) []wire.Grant {
+	var out []wire.Grant
 	for _, u := range units {
 		if u.Floor != "" {
 			continue
 		}
 		p := suggestBash(u.Command)
-		if p == "" || slices.ContainsFunc(out, func(g mailbox.Grant) bool { return g.Pattern == p }) {
+		if p == "" || slices.ContainsFunc(out, func(g wire.Grant) bool { return g.Pattern == p }) {
 			continue
 		}
-		out = append(out, mailbox.Grant{Surface: "bash", Pattern: p})
+		out = append(out, wire.Grant{Surface: "bash", Pattern: p})
 	}
 	return out
 }
@@ -254,18 +254,18 @@ var scriptRunners = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bu
 // --short` → `git status *`, `npm run dev` → `npm run dev*`, unknown
 // commands → `cmd *`; see suggestBash); on path surfaces the directory
 // glob (`src/*`); elsewhere the value itself.
-func SuggestGrant(surface, value string) mailbox.Grant {
+func SuggestGrant(surface, value string) wire.Grant {
 	switch {
 	case surface == "bash":
-		return mailbox.Grant{Surface: surface, Pattern: suggestBash(value)}
+		return wire.Grant{Surface: surface, Pattern: suggestBash(value)}
 	case isPathSurface(surface):
 		dir := filepath.Dir(value)
 		if dir == string(filepath.Separator) {
-			return mailbox.Grant{Surface: surface, Pattern: "/*"}
+			return wire.Grant{Surface: surface, Pattern: "/*"}
 		}
-		return mailbox.Grant{Surface: surface, Pattern: dir + "/*"}
+		return wire.Grant{Surface: surface, Pattern: dir + "/*"}
 	}
-	return mailbox.Grant{Surface: surface, Pattern: value}
+	return wire.Grant{Surface: surface, Pattern: value}
 }
 
 // suggestBash builds the pattern for one unit, from its leading plain

@@ -32,7 +32,7 @@
 // # Only its own answer
 //
 // A response must be bound to the request bytes the child wrote
-// (mailbox.CheckBinding); an unbound one is accepted from a pi parent, and
+// (wire.CheckBinding); an unbound one is accepted from a pi parent, and
 // refused once the parent's heartbeat announced bound answers. A refused
 // file (a plant, another request's answer, garbage) is not the end while
 // the request is still on disk: the child waits for the broker's answer to

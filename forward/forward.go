@@ -16,6 +16,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Timing defaults, pi's values.
@@ -147,7 +148,7 @@ func (c *Client) Unresolved(requestID string) decision.Decision {
 // always returns a decision (see the package doc); ctx ending early gives
 // up like a timeout, with ReasonSessionEnded. A bash intent without asking
 // units is given them first (FillBashUnits).
-func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Decision {
+func (c *Client) Forward(ctx context.Context, req wire.Request) decision.Decision {
 	if ai := req.AccessIntent; ai != nil && ai.Surface == "bash" && len(ai.AskingUnits) == 0 {
 		// A whole command line from a caller that did not split it: the
 		// parent judges it unit by unit (FillBashUnits). A copy, so the
@@ -159,13 +160,13 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	target := req.TargetSessionID
 	reqPath, err1 := c.Layout.RequestPath(target, req.ID)
 	respPath, err2 := c.Layout.ResponsePath(target, req.ID)
-	data, err3 := mailbox.EncodeRequest(req)
+	data, err3 := wire.EncodeRequest(req)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "invalid request", "error": err.Error()})
 		return c.abandon(req, "", ReasonNotWritten)
 	}
-	// The answer must be bound to these very bytes (mailbox.CheckBinding).
-	digest := mailbox.RequestDigest(data)
+	// The answer must be bound to these very bytes (wire.CheckBinding).
+	digest := wire.RequestDigest(data)
 
 	// Armed before the request exists, so the answer cannot slip past.
 	wait, err := c.armWait(ctx, target, respPath)
@@ -183,7 +184,7 @@ func (c *Client) Forward(ctx context.Context, req mailbox.Request) decision.Deci
 	// sticky: a record rewritten without it later does not lower the bar.
 	insist := false
 	learnBinding := func(s mailbox.Serving) {
-		if s.State == mailbox.ServingAlive && s.Heartbeat.ResponseBinding == mailbox.BindingSHA256 {
+		if s.State == mailbox.ServingAlive && s.Heartbeat.ResponseBinding == wire.BindingSHA256 {
 			insist = true
 		}
 	}
@@ -383,7 +384,7 @@ const (
 // without its answer, which it would answer a second time.
 //
 // A file is refused when it cannot be read or decoded, or when it does not
-// answer this request (mailbox.CheckBinding; insist once the parent's
+// answer this request (wire.CheckBinding; insist once the parent's
 // heartbeat announced bound answers). While the request is still on disk
 // nobody has answered it, so a refused file is a plant or another
 // request's answer: collect returns gotRefused, and the caller waits for
@@ -393,7 +394,7 @@ const (
 //
 // With waitAbsent, no file at all while the request is on disk is
 // gotNothing, not a refusal: the caller's watch will say when one comes.
-func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, insist func() bool, waitAbsent bool) (d decision.Decision, got collected) {
+func (c *Client) collect(req wire.Request, reqPath, respPath, digest string, insist func() bool, waitAbsent bool) (d decision.Decision, got collected) {
 	target := req.TargetSessionID
 	resp, dropped, readErr := readAnswer(req.ID, respPath, digest, insist)
 	if readErr != nil {
@@ -424,7 +425,7 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, 
 			"targetSessionId": target, "responsePath": respPath, "error": readErr.Error(),
 		})
 		reason := ReasonUnreadable
-		if errors.Is(readErr, mailbox.ErrForeignResponse) || errors.Is(readErr, mailbox.ErrUnboundResponse) {
+		if errors.Is(readErr, wire.ErrForeignResponse) || errors.Is(readErr, wire.ErrUnboundResponse) {
 			reason = ReasonNotBound
 		}
 		d := decision.NobodyAnswered(reason)
@@ -444,17 +445,17 @@ func (c *Client) collect(req mailbox.Request, reqPath, respPath, digest string, 
 
 // readAnswer reads, decodes and checks the binding of the file at respPath.
 // insist is asked only about an answer that carries no binding.
-func readAnswer(requestID, respPath, digest string, insist func() bool) (mailbox.Response, []*mailbox.FieldError, error) {
+func readAnswer(requestID, respPath, digest string, insist func() bool) (wire.Response, []*wire.FieldError, error) {
 	data, err := mailbox.ReadFile(respPath)
 	if err != nil {
-		return mailbox.Response{}, nil, err
+		return wire.Response{}, nil, err
 	}
-	resp, dropped, err := mailbox.DecodeResponse(data)
+	resp, dropped, err := wire.DecodeResponse(data)
 	if err != nil {
-		return mailbox.Response{}, nil, err
+		return wire.Response{}, nil, err
 	}
-	if err := mailbox.CheckBinding(resp, requestID, digest, !resp.Bound() && insist()); err != nil {
-		return mailbox.Response{}, nil, err
+	if err := wire.CheckBinding(resp, requestID, digest, !resp.Bound() && insist()); err != nil {
+		return wire.Response{}, nil, err
 	}
 	return resp, dropped, nil
 }
@@ -480,7 +481,7 @@ func stampOf(path string) fileStamp {
 // parent is not serving, the session's empty directories are removed in
 // pi's order (requests, then responses, then the session), so a dead
 // parent's tree does not linger.
-func (c *Client) abandon(req mailbox.Request, reqPath, reason string) decision.Decision {
+func (c *Client) abandon(req wire.Request, reqPath, reason string) decision.Decision {
 	if reqPath != "" {
 		c.discard(reqPath)
 		if reason == fmt.Sprintf(reasonNotServingFmt, req.TargetSessionID) {
@@ -517,7 +518,7 @@ func (c *Client) logFinal(requestID string, d decision.Decision) {
 	if d.State == decision.StateApprovedForSession {
 		width := d.SessionGrantWidth
 		if width == "" {
-			width = mailbox.GrantProven
+			width = wire.GrantProven
 		}
 		details["sessionGrantWidth"] = string(width)
 	}
@@ -545,7 +546,7 @@ func (c *Client) cleanup(target string) {
 
 // LogLocal writes the terminal entry of an ask a local session grant
 // answered without forwarding.
-func (c *Client) LogLocal(req mailbox.Request, d decision.Decision) {
+func (c *Client) LogLocal(req wire.Request, d decision.Decision) {
 	c.log(reviewlog.RequestSessionApproved, map[string]any{
 		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
 		"approved": true, "state": string(d.State), "resolution": string(provenance.ResolutionSessionApproved), "decidedBy": d.DecidedBy,

@@ -13,6 +13,7 @@ import (
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 func TestResolveTarget(t *testing.T) {
@@ -50,7 +51,7 @@ func TestSeconds(t *testing.T) {
 	}
 }
 
-func newClient(t *testing.T) (*Client, mailbox.Request) {
+func newClient(t *testing.T) (*Client, wire.Request) {
 	t.Helper()
 	layout := mailbox.Layout{Root: t.TempDir()}
 	req, err := Ask{Session: "child", Agent: "Explore", Surface: "bash", Value: "ls", Cwd: "/w"}.Request("perm-test-1", "parent", 1)
@@ -63,7 +64,7 @@ func newClient(t *testing.T) (*Client, mailbox.Request) {
 }
 
 // serveOnce answers the first request that appears, in process, with resp.
-func serveOnce(t *testing.T, c *Client, resp mailbox.Response) {
+func serveOnce(t *testing.T, c *Client, resp wire.Response) {
 	t.Helper()
 	if err := c.Layout.EnsureInbox("parent"); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func serveOnce(t *testing.T, c *Client, resp mailbox.Response) {
 		select {
 		case name := <-w.Ready():
 			id, _ := mailbox.RequestIDFromName(name)
-			data, _ := mailbox.EncodeResponse(resp)
+			data, _ := wire.EncodeResponse(resp)
 			if err := c.Layout.WriteResponse("parent", id, data); err != nil {
 				t.Error(err)
 			}
@@ -90,7 +91,7 @@ func serveOnce(t *testing.T, c *Client, resp mailbox.Response) {
 
 func TestForwardNestsTheAnswer(t *testing.T) {
 	c, req := newClient(t)
-	serveOnce(t, c, mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1, DecidedBy: provenance.Rule{Surface: "bash", Pattern: provenance.Str("ls *")}})
+	serveOnce(t, c, wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 1, DecidedBy: provenance.Rule{Surface: "bash", Pattern: provenance.Str("ls *")}})
 	d := c.Forward(t.Context(), req)
 	want := provenance.Forwarded{ResponderSessionID: provenance.Str("parent"), Decision: provenance.Rule{Surface: "bash", Pattern: provenance.Str("ls *")}}
 	if !d.Approved() || !reflect.DeepEqual(d.DecidedBy, want) {
@@ -150,7 +151,7 @@ func TestForwardRefusesAPlantAndWaitsForTheAnswer(t *testing.T) {
 	go func() {
 		// The parent answers only once the child has refused the plant.
 		<-refused
-		data, _ := mailbox.EncodeResponse(mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1})
+		data, _ := wire.EncodeResponse(wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 1})
 		if err := c.Layout.WriteResponse("parent", req.ID, data); err != nil {
 			t.Error(err)
 		}
@@ -212,18 +213,18 @@ func serveWith(t *testing.T, c *Client, answer func(id string)) {
 // "parent" until the test ends.
 func bindingParent(t *testing.T, c *Client) {
 	t.Helper()
-	hb := &mailbox.HeartbeatPublisher{Layout: c.Layout, Session: "parent", ResponseBinding: mailbox.BindingSHA256}
+	hb := &mailbox.HeartbeatPublisher{Layout: c.Layout, Session: "parent", ResponseBinding: wire.BindingSHA256}
 	if err := hb.Publish(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hb.Withdraw() })
 }
 
-func response(approved bool) mailbox.Response {
+func response(approved bool) wire.Response {
 	if approved {
-		return mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1}
+		return wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 1}
 	}
-	return mailbox.Response{Approved: false, State: mailbox.StateDenied, ResponderSessionID: "parent", RespondedAt: 1}
+	return wire.Response{Approved: false, State: wire.StateDenied, ResponderSessionID: "parent", RespondedAt: 1}
 }
 
 // Issue 7 point 5: an approval copied from another request, or an unbound
@@ -234,15 +235,15 @@ func TestForwardRefusesForgedAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		bind  bool // the parent announces bound answers
-		plant func(other mailbox.Response) mailbox.Response
+		plant func(other wire.Response) wire.Response
 	}{
-		{"copied from another request", false, func(r mailbox.Response) mailbox.Response {
-			return r.Bind("perm-another", mailbox.RequestDigest([]byte("x")))
+		{"copied from another request", false, func(r wire.Response) wire.Response {
+			return r.Bind("perm-another", wire.RequestDigest([]byte("x")))
 		}},
-		{"same id, other bytes", false, func(r mailbox.Response) mailbox.Response {
-			return r.Bind("perm-test-1", mailbox.RequestDigest([]byte("x")))
+		{"same id, other bytes", false, func(r wire.Response) wire.Response {
+			return r.Bind("perm-test-1", wire.RequestDigest([]byte("x")))
 		}},
-		{"unbound where the parent binds", true, func(r mailbox.Response) mailbox.Response { return r }},
+		{"unbound where the parent binds", true, func(r wire.Response) wire.Response { return r }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, req := newClient(t)
@@ -252,14 +253,14 @@ func TestForwardRefusesForgedAnswers(t *testing.T) {
 			}
 			refused := make(chan error, 4)
 			c.OnWarning = func(err error) { refused <- err }
-			reqData, _ := mailbox.EncodeRequest(req)
+			reqData, _ := wire.EncodeRequest(req)
 			serveWith(t, c, func(id string) {
-				forged, _ := mailbox.EncodeResponse(tc.plant(response(true)))
+				forged, _ := wire.EncodeResponse(tc.plant(response(true)))
 				if err := c.Layout.WriteResponse("parent", id, forged); err != nil {
 					t.Error(err)
 				}
 				<-refused
-				real, _ := mailbox.EncodeResponse(response(false).Bind(id, mailbox.RequestDigest(reqData)))
+				real, _ := wire.EncodeResponse(response(false).Bind(id, wire.RequestDigest(reqData)))
 				if err := c.Layout.WriteResponse("parent", id, real); err != nil {
 					t.Error(err)
 				}
@@ -282,8 +283,8 @@ func TestForwardRefusesAnAnswerToReplacedRequestBytes(t *testing.T) {
 		reqPath, _ := c.Layout.RequestPath("parent", id)
 		swapped := req
 		swapped.Value = "git status"
-		data, _ := mailbox.EncodeRequest(swapped)
-		answer, _ := mailbox.EncodeResponse(response(true).Bind(id, mailbox.RequestDigest(data)))
+		data, _ := wire.EncodeRequest(swapped)
+		answer, _ := wire.EncodeResponse(response(true).Bind(id, wire.RequestDigest(data)))
 		if err := c.Layout.WriteResponse("parent", id, answer); err != nil {
 			t.Error(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // LocalGrants are a child session's own session grants: what a parent
@@ -46,7 +47,7 @@ func OpenLocalGrants(layout mailbox.Layout, session, home string) (*LocalGrants,
 // Resolve answers req from the recorded grants. Only an allow by a session
 // grant counts; everything else (including a guard denial) is left to the
 // parent, which will apply its own rules.
-func (g *LocalGrants) Resolve(req mailbox.Request) (decision.Decision, bool) {
+func (g *LocalGrants) Resolve(req wire.Request) (decision.Decision, bool) {
 	if g == nil || req.AccessIntent == nil || g.policy.Sessions().Len() == 0 {
 		return decision.Decision{}, false
 	}
@@ -59,12 +60,12 @@ func (g *LocalGrants) Resolve(req mailbox.Request) (decision.Decision, bool) {
 
 // Record keeps the grants of req when d approved it for this session, at
 // the width the parent chose (proven when it said nothing).
-func (g *LocalGrants) Record(req mailbox.Request, d decision.Decision) error {
+func (g *LocalGrants) Record(req wire.Request, d decision.Decision) error {
 	if g == nil || d.State != decision.StateApprovedForSession || req.SessionApproval == nil {
 		return nil
 	}
 	width := rules.WidthProven
-	if d.SessionGrantWidth == mailbox.GrantFamily {
+	if d.SessionGrantWidth == wire.GrantFamily {
 		width = rules.WidthFamily
 	}
 	gs := make([]rules.Grant, len(req.SessionApproval.Grants))

@@ -15,9 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
-func askTo(t *testing.T, id, target string) mailbox.Request {
+func askTo(t *testing.T, id, target string) wire.Request {
 	t.Helper()
 	req, err := Ask{Session: "child", Agent: "Explore", Surface: "bash", Value: "ls", Cwd: "/w"}.Request(id, target, 1)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // fakeParentMain is a scripted pi parent: it drains one session's inbox and
@@ -76,7 +77,7 @@ func fakeParentMain() {
 }
 
 func writeHeartbeat(layout mailbox.Layout, session, state string) error {
-	hb := mailbox.Heartbeat{SessionID: session, PID: os.Getpid(), UpdatedAt: time.Now().UnixMilli()}
+	hb := wire.Heartbeat{SessionID: session, PID: os.Getpid(), UpdatedAt: time.Now().UnixMilli()}
 	switch state {
 	case "none":
 		return nil
@@ -90,7 +91,7 @@ func writeHeartbeat(layout mailbox.Layout, session, state string) error {
 		}
 		hb.PID = cmd.Process.Pid
 	}
-	data, err := mailbox.EncodeHeartbeat(hb)
+	data, err := wire.EncodeHeartbeat(hb)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func answer(layout mailbox.Layout, session, reqPath, mode string) error {
 	if err != nil {
 		return err
 	}
-	req, _, err := mailbox.DecodeRequest(data)
+	req, _, err := wire.DecodeRequest(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", reqPath, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // EnvAgentDir names the environment variable that moves pi's agent
@@ -136,7 +138,7 @@ func (l Layout) ResponsePath(session, requestID string) (string, error) {
 }
 
 func (l Layout) mailPath(session, dir, requestID string) (string, error) {
-	if err := ValidateID(requestID); err != nil {
+	if err := wire.ValidateID(requestID); err != nil {
 		return "", err
 	}
 	// ValidateID admits "." and "..", but with the extension they are the
@@ -174,10 +176,10 @@ func IsMailName(name string) bool {
 // error wrapping ErrInvalidID when the name is not <valid id>.json.
 func RequestIDFromName(name string) (string, error) {
 	if !IsMailName(name) {
-		return "", fmt.Errorf("%w: %q is not a mailbox file name", ErrInvalidID, name)
+		return "", fmt.Errorf("%w: %q is not a mailbox file name", wire.ErrInvalidID, name)
 	}
 	id := strings.TrimSuffix(name, jsonExt)
-	if err := ValidateID(id); err != nil {
+	if err := wire.ValidateID(id); err != nil {
 		return "", fmt.Errorf("file %q: %w", name, err)
 	}
 	return id, nil

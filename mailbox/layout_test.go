@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/seed6639df8c/courier/wire"
 )
 
 func TestResolveRoot(t *testing.T) {
@@ -70,10 +72,10 @@ func TestLayoutPaths(t *testing.T) {
 func TestLayoutRefusesBadIDs(t *testing.T) {
 	l := Layout{Root: "/r"}
 	for _, id := range []string{"", "../x", "a/b", "a b", "x\x00", "é"} {
-		if p, err := l.ResponsePath("p", id); !errors.Is(err, ErrInvalidID) {
+		if p, err := l.ResponsePath("p", id); !errors.Is(err, wire.ErrInvalidID) {
 			t.Errorf("ResponsePath(p, %q) = %q, %v; want ErrInvalidID", id, p, err)
 		}
-		if p, err := l.RequestPath("p", id); !errors.Is(err, ErrInvalidID) {
+		if p, err := l.RequestPath("p", id); !errors.Is(err, wire.ErrInvalidID) {
 			t.Errorf("RequestPath(p, %q) = %q, %v; want ErrInvalidID", id, p, err)
 		}
 	}
@@ -115,7 +117,7 @@ func TestRequestIDFromName(t *testing.T) {
 		t.Errorf("RequestIDFromName(perm-1.json) = %q, %v", id, err)
 	}
 	for _, name := range []string{"odd name.json", "x.tmp", ".x.json", "é.json"} {
-		if id, err := RequestIDFromName(name); !errors.Is(err, ErrInvalidID) {
+		if id, err := RequestIDFromName(name); !errors.Is(err, wire.ErrInvalidID) {
 			t.Errorf("RequestIDFromName(%q) = %q, %v; want ErrInvalidID", name, id, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/seed6639df8c/courier/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ type Serving struct {
 	// State is the classification.
 	State ServingState
 	// Heartbeat is the decoded record; zero when State is ServingAbsent.
-	Heartbeat Heartbeat
+	Heartbeat wire.Heartbeat
 	// Err says why the record was absent or unusable, for a debug log;
 	// pi reads silently, and so should a caller at normal verbosity.
 	Err error
@@ -85,7 +86,7 @@ func judgeHeartbeatFile(path string, now time.Time, exists func(pid int) bool) S
 	if err != nil {
 		return Serving{State: ServingAbsent, Err: err}
 	}
-	h, err := DecodeHeartbeat(data)
+	h, err := wire.DecodeHeartbeat(data)
 	if err != nil {
 		return Serving{State: ServingAbsent, Err: fmt.Errorf("heartbeat %s: %w", path, err)}
 	}
@@ -97,7 +98,7 @@ func judgeHeartbeatFile(path string, now time.Time, exists func(pid int) bool) S
 
 // judgeHeartbeat classifies a record that decoded, steps 2 to 4 of pi's
 // judge.
-func judgeHeartbeat(h Heartbeat, now time.Time, exists func(pid int) bool) ServingState {
+func judgeHeartbeat(h wire.Heartbeat, now time.Time, exists func(pid int) bool) ServingState {
 	if !exists(h.PID) {
 		return ServingDeadPID
 	}
@@ -178,7 +179,7 @@ func (p *HeartbeatPublisher) Publish() error {
 	if err != nil {
 		return err
 	}
-	data, err := EncodeHeartbeat(Heartbeat{SessionID: session, PID: p.pid(), UpdatedAt: p.now().UnixMilli(), ResponseBinding: p.ResponseBinding})
+	data, err := wire.EncodeHeartbeat(wire.Heartbeat{SessionID: session, PID: p.pid(), UpdatedAt: p.now().UnixMilli(), ResponseBinding: p.ResponseBinding})
 	if err != nil {
 		return fmt.Errorf("publish heartbeat %s: %w", path, err)
 	}
@@ -198,7 +199,7 @@ func (p *HeartbeatPublisher) Withdraw() error {
 		return err
 	}
 	if data, err := ReadFile(path); err == nil {
-		if h, err := DecodeHeartbeat(data); err == nil && h.PID != p.pid() {
+		if h, err := wire.DecodeHeartbeat(data); err == nil && h.PID != p.pid() {
 			return nil
 		}
 	}

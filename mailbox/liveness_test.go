@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // deadPID returns the pid of a process that has exited and been reaped.
@@ -43,7 +45,7 @@ func TestJudgeHeartbeat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Heartbeat{SessionID: "s", PID: 4242, UpdatedAt: tt.updatedAt}
+			h := wire.Heartbeat{SessionID: "s", PID: 4242, UpdatedAt: tt.updatedAt}
 			if got := judgeHeartbeat(h, now, tt.exists); got != tt.want {
 				t.Errorf("judgeHeartbeat = %v, want %v", got, tt.want)
 			}
@@ -162,11 +164,11 @@ func TestHeartbeatPublisher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := DecodeHeartbeat(data)
+	h, err := wire.DecodeHeartbeat(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Heartbeat{SessionID: "parent/1", PID: os.Getpid(), UpdatedAt: clock.UnixMilli()}); h != want {
+	if want := (wire.Heartbeat{SessionID: "parent/1", PID: os.Getpid(), UpdatedAt: clock.UnixMilli()}); h != want {
 		t.Errorf("record %+v, want %+v", h, want)
 	}
 	if got, _ := l.CheckServing("parent/1", clock.Add(time.Second)); got.State != ServingAlive {

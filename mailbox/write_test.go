@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/seed6639df8c/courier/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -149,7 +150,7 @@ func TestWriteRequestNeedsInbox(t *testing.T) {
 	if err := l.WriteRequest("s", "r1", []byte("{}")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %v, want ErrNotExist", err)
 	}
-	if err := l.WriteRequest("s", "../r1", []byte("{}")); !errors.Is(err, ErrInvalidID) {
+	if err := l.WriteRequest("s", "../r1", []byte("{}")); !errors.Is(err, wire.ErrInvalidID) {
 		t.Fatalf("got %v, want ErrInvalidID", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestWriteResponse(t *testing.T) {
 	if _, err := os.Stat(session); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("session directory exists after WriteResponse: %v", err)
 	}
-	if err := l.WriteResponse("s", "a/b", nil); !errors.Is(err, ErrInvalidID) {
+	if err := l.WriteResponse("s", "a/b", nil); !errors.Is(err, wire.ErrInvalidID) {
 		t.Errorf("got %v, want ErrInvalidID", err)
 	}
 }

@@ -20,9 +20,9 @@ import (
 
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // The binaries the tests run, built once by TestMain (without -race: they
@@ -140,14 +140,14 @@ func (h *harness) askOn(surface, value string) (decision.Decision, bool) {
 	return h.chain.Resolve(h.t.Context(), request(surface, value))
 }
 
-func request(surface, value string) mailbox.Request {
-	return mailbox.Request{
+func request(surface, value string) wire.Request {
+	return wire.Request{
 		ID: "req-" + strings.ReplaceAll(value, " ", "_"), CreatedAt: 1,
 		RequesterSessionID: "child-1", TargetSessionID: "parent", RequesterAgentName: "Explore",
 		Surface: surface, Value: value,
-		AccessIntent: &mailbox.AccessIntent{
+		AccessIntent: &wire.AccessIntent{
 			Surface: surface, MatchValues: []string{value}, RequesterCwd: "/work/child",
-			Principal: mailbox.Principal{SessionID: "child-1", AgentName: "Explore"},
+			Principal: wire.Principal{SessionID: "child-1", AgentName: "Explore"},
 		},
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // maxPattern caps a grant pattern typed at the prompt, in characters; at
@@ -34,13 +34,13 @@ type grantEdit struct {
 	targets []string
 	// from and cursor are the edited grants (nil: the suggestion) and the
 	// scope choice's cursor when the edit began, which Esc restores.
-	from   []mailbox.Grant
+	from   []wire.Grant
 	cursor int
 }
 
 // wholeGrants returns what "the whole session" would record for the ask
 // on screen: the operator's edited grants, or the child's suggestion.
-func (m *machine) wholeGrants(e *entry) []mailbox.Grant {
+func (m *machine) wholeGrants(e *entry) []wire.Grant {
 	if m.grants != nil {
 		return m.grants
 	}
@@ -132,7 +132,7 @@ func (m *machine) checkPattern(pattern string) string {
 // command line (the broker's rules match a grant against each unit, never
 // the whole line), elsewhere the match values and the value; of those,
 // the ones g's own pattern matches, or all of them when it matches none.
-func suggestedFor(ask *serve.Ask, g mailbox.Grant, home string) []string {
+func suggestedFor(ask *serve.Ask, g wire.Grant, home string) []string {
 	var values []string
 	if units := ask.Resolution.Units; g.Surface == "bash" && len(units) > 0 {
 		for _, u := range units {

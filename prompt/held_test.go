@@ -14,6 +14,7 @@ import (
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // blankTTY is a terminal that takes every frame and never types.
@@ -71,7 +72,7 @@ func benchHeldAtPrompt(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		data, err := mailbox.EncodeRequest(req)
+		data, err := wire.EncodeRequest(req)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 func TestHeldAsksStress(t *testing.T) {
@@ -90,7 +91,7 @@ func heldAsksStressRound(t *testing.T, seed int64) {
 	}()
 
 	type dropped struct {
-		req  mailbox.Request
+		req  wire.Request
 		path string
 		kind int // 0 stays, 1 child removes, 2 child dies
 	}
@@ -107,7 +108,7 @@ func heldAsksStressRound(t *testing.T, seed int64) {
 		if kind == 2 {
 			req.RequesterPID = dying.Process.Pid
 		}
-		data, err := mailbox.EncodeRequest(req)
+		data, err := wire.EncodeRequest(req)
 		if err != nil {
 			t.Fatal(err)
 		}

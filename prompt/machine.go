@@ -8,9 +8,9 @@ import (
 	"unicode"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // maxReason caps the typed denial reason, in characters.
@@ -73,7 +73,7 @@ var byTerminal = provenance.User{Via: provenance.ViaTerminal}
 // the child records the grant, at the proven width (the least privilege,
 // and what the operator was shown), stated rather than left implicit.
 var forSubagent = decision.Decision{
-	State: decision.StateApprovedForSession, DecidedBy: byTerminal, SessionGrantWidth: mailbox.GrantProven,
+	State: decision.StateApprovedForSession, DecidedBy: byTerminal, SessionGrantWidth: wire.GrantProven,
 }
 
 // entry is one ask waiting for the operator. It keeps the ask and nothing
@@ -98,7 +98,7 @@ func newEntry(ask serve.Ask) *entry { return &entry{ask: &ask} }
 func (e *entry) grantable() bool { return len(e.suggested()) > 0 }
 
 // suggested returns the session grants the child suggested, nil when none.
-func (e *entry) suggested() []mailbox.Grant {
+func (e *entry) suggested() []wire.Grant {
 	if sa := e.ask.Request.SessionApproval; sa != nil {
 		return sa.Grants
 	}
@@ -121,7 +121,7 @@ type machine struct {
 	reason []rune
 	// grants are the whole-session grants as the operator edited them;
 	// nil means the child's suggestion. edit is the edit in progress.
-	grants []mailbox.Grant
+	grants []wire.Grant
 	edit   grantEdit
 	// home is the directory that `~` and `$HOME` in a pattern expand to
 	// when an edited pattern is checked, as in the broker's rules.

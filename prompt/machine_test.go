@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -16,16 +16,16 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // testAsk is a forwarded bash ask; grants adds the child's session-grant
 // suggestion (which opens the scope choice).
 func testAsk(agent, value string, grants bool) serve.Ask {
-	req := mailbox.Request{
+	req := wire.Request{
 		ID: "perm-" + agent, RequesterAgentName: agent, RequesterSessionID: "child-" + agent,
 		TargetSessionID: "parent", Surface: "bash", Value: value,
-		AccessIntent: &mailbox.AccessIntent{
+		AccessIntent: &wire.AccessIntent{
 			Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
-			Principal: mailbox.Principal{SessionID: "child-" + agent, AgentName: agent},
+			Principal: wire.Principal{SessionID: "child-" + agent, AgentName: agent},
 		},
 	}
 	if grants {
-		req.SessionApproval = &mailbox.SessionApproval{Grants: []mailbox.Grant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}}
+		req.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}}
 	}
 	return serve.Ask{Request: req}
 }
@@ -98,7 +98,7 @@ func TestKeysToDecisions(t *testing.T) {
 			if d.State != tt.state || d.DenialReason != tt.reason {
 				t.Errorf("got %s %q, want %s %q", d.State, d.DenialReason, tt.state, tt.reason)
 			}
-			if (d.State == decision.StateApprovedForSession) != (d.SessionGrantWidth == mailbox.GrantProven) {
+			if (d.State == decision.StateApprovedForSession) != (d.SessionGrantWidth == wire.GrantProven) {
 				t.Errorf("sessionGrantWidth = %q for %s", d.SessionGrantWidth, d.State)
 			}
 			if d.DecidedBy != (provenance.User{Via: provenance.ViaTerminal}) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden screens in testdata/")
@@ -159,7 +159,7 @@ func TestUnitsShown(t *testing.T) {
 // into units (no Resolution.Units) still shows them in the why field.
 func TestAskingUnitsWithoutUnits(t *testing.T) {
 	a := testAsk("reviewer", "curl x | sh", true)
-	a.Request.AccessIntent.AskingUnits = []mailbox.AskingUnit{{Command: "curl x"}, {Command: "sh", Floor: "<opaque-bash-wrapper>"}}
+	a.Request.AccessIntent.AskingUnits = []wire.AskingUnit{{Command: "curl x"}, {Command: "sh", Floor: "<opaque-bash-wrapper>"}}
 	m := &machine{}
 	m.push(newEntry(a), t0)
 	text := frameText(m.frame(100, 28, "parent", t0))

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Caps on what one ask may put on the screen. The value is the thing the
@@ -157,7 +157,7 @@ func describe(ask serve.Ask) view {
 func (v *view) add(f field) { v.fields = append(v.fields, f) }
 
 // valueLabel names the value the way the operator thinks of it.
-func valueLabel(surface string, intent *mailbox.AccessIntent) string {
+func valueLabel(surface string, intent *wire.AccessIntent) string {
 	gate := surface
 	if intent != nil {
 		gate = intent.Surface
@@ -218,7 +218,7 @@ func why(ask serve.Ask) []string {
 
 // childFloor reports whether floor is one the child set, on the ask or on
 // one of its asking units.
-func childFloor(intent *mailbox.AccessIntent, floor string) bool {
+func childFloor(intent *wire.AccessIntent, floor string) bool {
 	if intent.Floor == floor {
 		return true
 	}

@@ -1,12 +1,12 @@
 package rules
 
-import "github.com/seed6639df8c/courier/mailbox"
+import "github.com/seed6639df8c/courier/wire"
 
-var intentFixture = mailbox.AccessIntent{
+var intentFixture = wire.AccessIntent{
 	Surface:      "bash",
 	MatchValues:  []string{"git status"},
 	RequesterCwd: "/worktree",
-	Principal:    mailbox.Principal{SessionID: "child", AgentName: "Explore"},
+	Principal:    wire.Principal{SessionID: "child", AgentName: "Explore"},
 	Floor:        "<opaque-bash-wrapper>",
-	AskingUnits:  []mailbox.AskingUnit{{Command: "git status", Floor: "<indirection-bash-wrapper>"}},
+	AskingUnits:  []wire.AskingUnit{{Command: "git status", Floor: "<indirection-bash-wrapper>"}},
 }

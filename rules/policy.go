@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/seed6639df8c/courier/bashunits"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Policy is the broker's recorded authority: a config's rules composed
@@ -123,7 +123,7 @@ type AskingUnit struct {
 // QueryFromIntent builds the Query for a request's access intent. A nil
 // intent (absent or malformed on the wire) gives the zero Query, which
 // Resolve answers with ask without consulting any rule, as pi does.
-func QueryFromIntent(ai *mailbox.AccessIntent) Query {
+func QueryFromIntent(ai *wire.AccessIntent) Query {
 	if ai == nil {
 		return Query{}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // DisplayValueOrigin prefixes the origin of a rule decision reached by
@@ -193,7 +194,7 @@ func (b *Broker) Run(ctx context.Context) error {
 
 	// Every response is bound to its request (finish); say so, so that a
 	// courier child refuses an unbound answer planted in our name.
-	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now, ResponseBinding: mailbox.BindingSHA256}
+	heartbeat := &mailbox.HeartbeatPublisher{Layout: b.Layout, Session: session, Now: b.Now, ResponseBinding: wire.BindingSHA256}
 	publish := func() {
 		if err := heartbeat.Publish(); err != nil {
 			b.report(fmt.Errorf("heartbeat: %w", err))
@@ -531,7 +532,7 @@ func (b *Broker) release(name string, removed bool) {
 }
 
 // baseDetails are the fields every serving-side entry about a request has.
-func (b *Broker) baseDetails(req mailbox.Request, path string) map[string]any {
+func (b *Broker) baseDetails(req wire.Request, path string) map[string]any {
 	return map[string]any{
 		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
 		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID, "requestPath": path,
@@ -591,7 +592,7 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		b.watcher.Forget(name)
 		return
 	}
-	req, dropped, err := mailbox.DecodeRequest(data)
+	req, dropped, err := wire.DecodeRequest(data)
 	if err != nil {
 		if b.stillBeingWritten(path) {
 			// A writer that does not rename into place (not pi, not
@@ -618,7 +619,7 @@ func (b *Broker) handle(ctx context.Context, name string) {
 		b.finish(req, name, path, u.d, u.digest, "")
 		return
 	}
-	digest := mailbox.RequestDigest(data)
+	digest := wire.RequestDigest(data)
 	if answered || b.answeredOnDisk(req, path, digest) {
 		// Answered before (this run, or by a broker that died before it
 		// removed the request): never answer twice.
@@ -670,7 +671,7 @@ func isUnsafe(err error) bool {
 // there (an unbound, foreign or unreadable file: planted, or copied from
 // another request) is not an answer; it is logged and written over, so
 // it can neither stop nor replace the real answer.
-func (b *Broker) answeredOnDisk(req mailbox.Request, path, digest string) bool {
+func (b *Broker) answeredOnDisk(req wire.Request, path, digest string) bool {
 	respPath, err := b.Layout.ResponsePath(b.Session, req.ID)
 	if err != nil {
 		return false
@@ -681,9 +682,9 @@ func (b *Broker) answeredOnDisk(req mailbox.Request, path, digest string) bool {
 	}
 	var why error
 	if err == nil {
-		var resp mailbox.Response
-		if resp, _, err = mailbox.DecodeResponse(data); err == nil {
-			if why = mailbox.CheckBinding(resp, req.ID, digest, true); why == nil {
+		var resp wire.Response
+		if resp, _, err = wire.DecodeResponse(data); err == nil {
+			if why = wire.CheckBinding(resp, req.ID, digest, true); why == nil {
 				return true
 			}
 		}
@@ -701,7 +702,7 @@ func (b *Broker) answeredOnDisk(req mailbox.Request, path, digest string) bool {
 }
 
 // orphaned says why nobody can be waiting for req any more, or "".
-func (b *Broker) orphaned(req mailbox.Request) string {
+func (b *Broker) orphaned(req wire.Request) string {
 	if req.RequesterPID > 0 && !mailbox.ProcessAlive(req.RequesterPID) {
 		return "requester process " + strconv.Itoa(req.RequesterPID) + " exited"
 	}
@@ -715,7 +716,7 @@ func (b *Broker) orphaned(req mailbox.Request) string {
 // for a request that carries the child-fixed facts. With a decision it
 // returns the review event that records it (auto_approved or
 // auto_denied), for finish to write.
-func (b *Broker) recordedAuthority(req mailbox.Request) (decision.Decision, string, bool) {
+func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, string, bool) {
 	var (
 		rd rules.Decision
 		by func() provenance.Source
@@ -759,7 +760,7 @@ type escalation struct {
 	concluded atomic.Bool
 }
 
-func (x *escalation) req() *mailbox.Request { return &x.ask.Request }
+func (x *escalation) req() *wire.Request { return &x.ask.Request }
 
 // escalate runs the chain and the terminal for an ask (SPEC §4 steps 2-3),
 // on a goroutine of its own. A terminal that is a Holder keeps the ask
@@ -878,7 +879,7 @@ func (b *Broker) guardWithdraw(withdraw func(error), x *escalation, done func(de
 }
 
 // failed is the gate_error denial of an ask whose deciding panicked.
-func (b *Broker) failed(req *mailbox.Request, r any) decision.Decision {
+func (b *Broker) failed(req *wire.Request, r any) decision.Decision {
 	reason := fmt.Sprintf("deciding failed: %v", r)
 	b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to escalate forwarded permission request", "error": reason, "stack": string(debug.Stack())})
 	return decision.Deny("", provenance.GateError{Reason: reason})
@@ -914,14 +915,14 @@ var errPromptTimeout = errors.New("prompt timeout")
 // ruled, when not empty, is the review event of the recorded authority
 // that decided (auto_approved, auto_denied); it is logged once the
 // response is written (or could not be), before finish's own entry.
-func (b *Broker) finish(req mailbox.Request, name, path string, d decision.Decision, digest, ruled string) {
+func (b *Broker) finish(req wire.Request, name, path string, d decision.Decision, digest, ruled string) {
 	defer b.settle(req.ID)
 	if d.State == decision.StateApprovedForServingSession {
 		b.recordWholeSession(req, path, d)
 	}
 	resp := d.Response(b.Session, b.now().UnixMilli()).Bind(req.ID, digest)
 	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
-	data, err := mailbox.EncodeResponse(resp)
+	data, err := wire.EncodeResponse(resp)
 	if err == nil {
 		err = b.Layout.WriteResponse(b.Session, req.ID, data)
 	}
@@ -959,7 +960,7 @@ func (b *Broker) finish(req mailbox.Request, name, path string, d decision.Decis
 }
 
 // logRuled writes the recorded authority's review entry, if any.
-func (b *Broker) logRuled(event string, req mailbox.Request, path string, d decision.Decision) {
+func (b *Broker) logRuled(event string, req wire.Request, path string, d decision.Decision) {
 	if event == "" {
 		return
 	}
@@ -982,7 +983,7 @@ func (b *Broker) settle(id string) {
 // recordWholeSession records the grants the operator chose (d.Grants), or
 // else the request's suggestion, into the broker's session rules and
 // journals them (seed 002: "the whole session").
-func (b *Broker) recordWholeSession(req mailbox.Request, path string, d decision.Decision) {
+func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.Decision) {
 	chosen := d.Grants
 	if chosen == nil && req.SessionApproval != nil {
 		chosen = req.SessionApproval.Grants
@@ -991,7 +992,7 @@ func (b *Broker) recordWholeSession(req mailbox.Request, path string, d decision
 		return
 	}
 	width := rules.WidthProven
-	if d.SessionGrantWidth == mailbox.GrantFamily {
+	if d.SessionGrantWidth == wire.GrantFamily {
 		width = rules.WidthFamily
 	}
 	gs := make([]rules.Grant, len(chosen))

@@ -19,6 +19,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 const testConfig = `{"permission": {"*": "ask", "bash": {
@@ -120,7 +121,7 @@ func (f *fixture) client() *forward.Client {
 	return &forward.Client{Layout: f.layout, Timeout: 30 * time.Second}
 }
 
-func ask(t *testing.T, value string) mailbox.Request {
+func ask(t *testing.T, value string) wire.Request {
 	t.Helper()
 	id, _ := forward.NewRequestID()
 	req, err := forward.Ask{Session: "child", Agent: "Explore", Surface: "bash", Value: value, Cwd: "/w"}.Request(id, "parent", time.Now().UnixMilli())
@@ -236,9 +237,9 @@ func TestApprovedForThisSubagentPassesThrough(t *testing.T) {
 	result := make(chan decision.Decision, 1)
 	go func() { result <- f.client().Forward(t.Context(), ask(t, "make deploy")) }()
 	<-term.asked
-	term.answer <- decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}, SessionGrantWidth: mailbox.GrantFamily}
+	term.answer <- decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}, SessionGrantWidth: wire.GrantFamily}
 	d := <-result
-	if d.State != decision.StateApprovedForSession || d.SessionGrantWidth != mailbox.GrantFamily {
+	if d.State != decision.StateApprovedForSession || d.SessionGrantWidth != wire.GrantFamily {
 		t.Fatalf("decision: %+v", d)
 	}
 	if f.broker.Policy.Sessions().Len() != 0 {
@@ -286,11 +287,11 @@ func waitGone(t *testing.T, path string) {
 func TestBadFilesAreRemovedAndServingGoesOn(t *testing.T) {
 	f := newFixture(t, Headless{})
 	req := ask(t, "git status")
-	good, _ := mailbox.EncodeRequest(req)
+	good, _ := wire.EncodeRequest(req)
 	other := req
 	other.ID = "perm-other-target"
 	other.TargetSessionID = "someone-else"
-	otherData, _ := mailbox.EncodeRequest(other)
+	otherData, _ := wire.EncodeRequest(other)
 	bad := []string{
 		writeRequest(t, f.layout, "perm-garbage.json", []byte(`{"id":`)),
 		writeRequest(t, f.layout, "perm-mismatch.json", good), // the id inside is not perm-mismatch
@@ -324,9 +325,9 @@ func TestExistingResponseIsNotAnsweredAgain(t *testing.T) {
 	}
 	// A broker answered and died before removing the request: its answer
 	// is bound to these very request bytes.
-	reqData, _ := mailbox.EncodeRequest(req)
-	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1).Bind(req.ID, mailbox.RequestDigest(reqData))
-	data, _ := mailbox.EncodeResponse(earlier)
+	reqData, _ := wire.EncodeRequest(req)
+	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1).Bind(req.ID, wire.RequestDigest(reqData))
+	data, _ := wire.EncodeResponse(earlier)
 	if err := layout.WriteResponse("parent", req.ID, data); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestDeadRequesterIsNeverPrompted(t *testing.T) {
 	f := newFixture(t, term)
 	req := ask(t, "make deploy")
 	req.RequesterPID = deadPID(t)
-	data, _ := mailbox.EncodeRequest(req)
+	data, _ := wire.EncodeRequest(req)
 	path := writeRequest(t, f.layout, req.ID+".json", data)
 	waitGone(t, path)
 	if n := term.count.Load(); n != 0 {
@@ -472,24 +473,24 @@ func TestPlantedResponseIsAnsweredOver(t *testing.T) {
 	}
 	approve := decision.Allow(provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1)
 	other := ask(t, "git status")
-	otherData, _ := mailbox.EncodeRequest(other)
-	plants := map[string]mailbox.Response{
+	otherData, _ := wire.EncodeRequest(other)
+	plants := map[string]wire.Response{
 		"unbound": approve,
-		"copied":  approve.Bind(other.ID, mailbox.RequestDigest(otherData)),
+		"copied":  approve.Bind(other.ID, wire.RequestDigest(otherData)),
 	}
 	var paths []string
-	var reqs []mailbox.Request
+	var reqs []wire.Request
 	var digests []string
 	for name, plant := range plants {
 		req := ask(t, "npm install "+name) // denied by a rule
-		reqData, _ := mailbox.EncodeRequest(req)
-		data, _ := mailbox.EncodeResponse(plant)
+		reqData, _ := wire.EncodeRequest(req)
+		data, _ := wire.EncodeResponse(plant)
 		if err := layout.WriteResponse("parent", req.ID, data); err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, writeRequest(t, layout, req.ID+".json", reqData))
 		reqs = append(reqs, req)
-		digests = append(digests, mailbox.RequestDigest(reqData))
+		digests = append(digests, wire.RequestDigest(reqData))
 	}
 	newFixtureAt(t, layout, Headless{})
 	for i, path := range paths {
@@ -499,11 +500,11 @@ func TestPlantedResponseIsAnsweredOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, _, err := mailbox.DecodeResponse(data)
+		resp, _, err := wire.DecodeResponse(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Approved || mailbox.CheckBinding(resp, reqs[i].ID, digests[i], true) != nil {
+		if resp.Approved || wire.CheckBinding(resp, reqs[i].ID, digests[i], true) != nil {
 			t.Errorf("%s: the planted answer survived: %s", reqs[i].Value, data)
 		}
 	}
@@ -515,7 +516,7 @@ func TestUnwrittenAnswerOfAGoneRequestIsDropped(t *testing.T) {
 	term := newHeldTerminal()
 	f := newFixture(t, term)
 	req := ask(t, "make deploy")
-	data, _ := mailbox.EncodeRequest(req)
+	data, _ := wire.EncodeRequest(req)
 	path := writeRequest(t, f.layout, req.ID+".json", data)
 	<-term.asked
 	responses, _ := f.layout.ResponsesDir("parent")
@@ -553,7 +554,7 @@ func TestUnwrittenAnswerOfAGoneRequestIsDropped(t *testing.T) {
 func TestAnsweredRequestIsRemovedOnceItCanBe(t *testing.T) {
 	layout := mailbox.Layout{Root: t.TempDir()}
 	req := ask(t, "git status")
-	data, _ := mailbox.EncodeRequest(req)
+	data, _ := wire.EncodeRequest(req)
 	path := writeRequest(t, layout, req.ID+".json", data)
 	requests := filepath.Dir(path)
 	// An immutable directory: nothing in it can be removed, even by root.

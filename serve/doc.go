@@ -31,7 +31,7 @@
 // # Bound answers
 //
 // Every response names the request id and the SHA-256 of the request bytes
-// it decides (mailbox.Response.Bind), and the heartbeat announces it. A
+// it decides (wire.Response.Bind), and the heartbeat announces it. A
 // file at the response path that is not this broker's bound answer (planted,
 // or copied from another request) neither counts as an answer nor stops
 // one: it is logged and written over.

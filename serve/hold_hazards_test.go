@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // panickyWithdrawTerminal is a Holder whose Hold is well behaved but whose
@@ -203,7 +204,7 @@ func TestEscalationOutlivesRun(t *testing.T) {
 // reaches the Holder after shutdown began.
 type blockingChain struct{ entered chan struct{} }
 
-func (c blockingChain) Resolve(ctx context.Context, _ mailbox.Request) (decision.Decision, bool) {
+func (c blockingChain) Resolve(ctx context.Context, _ wire.Request) (decision.Decision, bool) {
 	c.entered <- struct{}{}
 	<-ctx.Done()
 	return decision.Decision{}, false

@@ -18,6 +18,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // queueTerminal is a Holder that keeps its asks in a map, as the prompt
@@ -122,11 +123,11 @@ func (q *queueTerminal) waitWithdrawn(t *testing.T) withdrawal {
 }
 
 // drop writes a request the way a child would and returns it and its path.
-func drop(t *testing.T, layout mailbox.Layout, value string, pid int) (mailbox.Request, string) {
+func drop(t *testing.T, layout mailbox.Layout, value string, pid int) (wire.Request, string) {
 	t.Helper()
 	req := ask(t, value)
 	req.RequesterPID = pid
-	data, err := mailbox.EncodeRequest(req)
+	data, err := wire.EncodeRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +135,12 @@ func drop(t *testing.T, layout mailbox.Layout, value string, pid int) (mailbox.R
 }
 
 // readResponse waits for the response to req and decodes it.
-func readResponse(t *testing.T, layout mailbox.Layout, req mailbox.Request) mailbox.Response {
+func readResponse(t *testing.T, layout mailbox.Layout, req wire.Request) wire.Response {
 	t.Helper()
 	path, _ := layout.ResponsePath("parent", req.ID)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if data, err := mailbox.ReadFile(path); err == nil {
-			resp, _, err := mailbox.DecodeResponse(data)
+			resp, _, err := wire.DecodeResponse(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func readResponse(t *testing.T, layout mailbox.Layout, req mailbox.Request) mail
 	}
 }
 
-func noResponse(t *testing.T, layout mailbox.Layout, req mailbox.Request) {
+func noResponse(t *testing.T, layout mailbox.Layout, req wire.Request) {
 	t.Helper()
 	path, _ := layout.ResponsePath("parent", req.ID)
 	if _, err := os.Lstat(path); err == nil {
@@ -197,21 +198,21 @@ func TestHeldAsksEnd(t *testing.T) {
 		panics bool
 		// run drops the ask and ends it; it returns the request and a check
 		// of what the child reads (nil: no response at all).
-		run func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error)
+		run func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error)
 	}{
-		{"answered", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"answered", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, _ := drop(t, f.layout, "make deploy", 0)
 			q.answer(t, q.waitAsked(t, 1)[0], decision.Allow(user), 1)
 			return req, approved(true)
 		}},
-		{"answered twice", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"answered twice", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, _ := drop(t, f.layout, "make deploy", 0)
 			// The first answer counts; the second neither answers again
 			// nor upsets the broker's count of escalations.
 			q.answer(t, q.waitAsked(t, 1)[0], decision.Deny("", user), 2)
 			return req, approved(false)
 		}},
-		{"the child removes its request", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"the child removes its request", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, path := drop(t, f.layout, "make deploy", 0)
 			q.waitAsked(t, 1)
 			if err := os.Remove(path); err != nil {
@@ -222,7 +223,7 @@ func TestHeldAsksEnd(t *testing.T) {
 			}
 			return req, nil
 		}},
-		{"the child dies", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"the child dies", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			child := liveProcess(t)
 			req, path := drop(t, f.layout, "make deploy", child.Process.Pid)
 			q.waitAsked(t, 1)
@@ -234,7 +235,7 @@ func TestHeldAsksEnd(t *testing.T) {
 			waitGone(t, path)
 			return req, nil
 		}},
-		{"the prompt times out", 50 * time.Millisecond, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"the prompt times out", 50 * time.Millisecond, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, _ := drop(t, f.layout, "make deploy", 0)
 			q.waitAsked(t, 1)
 			if w := q.waitWithdrawn(t); !errors.Is(w.cause, errPromptTimeout) {
@@ -242,7 +243,7 @@ func TestHeldAsksEnd(t *testing.T) {
 			}
 			return req, unavailable("Nobody answered the prompt within 50ms")
 		}},
-		{"the session ends", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"the session ends", 0, false, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, _ := drop(t, f.layout, "make deploy", 0)
 			q.waitAsked(t, 1)
 			f.stop()
@@ -251,9 +252,9 @@ func TestHeldAsksEnd(t *testing.T) {
 			}
 			return req, unavailable(ReasonSessionEnded)
 		}},
-		{"the terminal panics", 0, true, func(t *testing.T, f *fixture, q *queueTerminal) (mailbox.Request, func(mailbox.Response) error) {
+		{"the terminal panics", 0, true, func(t *testing.T, f *fixture, q *queueTerminal) (wire.Request, func(wire.Response) error) {
 			req, _ := drop(t, f.layout, "make deploy", 0)
-			return req, func(resp mailbox.Response) error {
+			return req, func(resp wire.Response) error {
 				if g, ok := provenance.Effective(resp.DecidedBy).(provenance.GateError); !ok || !strings.Contains(g.Reason, "the terminal broke") {
 					return errors.New("not a gate error")
 				}
@@ -281,8 +282,8 @@ func TestHeldAsksEnd(t *testing.T) {
 	}
 }
 
-func approved(want bool) func(mailbox.Response) error {
-	return func(resp mailbox.Response) error {
+func approved(want bool) func(wire.Response) error {
+	return func(resp wire.Response) error {
 		if resp.Approved != want {
 			return errors.New("approved is " + map[bool]string{true: "true", false: "false"}[resp.Approved])
 		}
@@ -290,8 +291,8 @@ func approved(want bool) func(mailbox.Response) error {
 	}
 }
 
-func unavailable(reason string) func(mailbox.Response) error {
-	return func(resp mailbox.Response) error {
+func unavailable(reason string) func(wire.Response) error {
+	return func(resp wire.Response) error {
 		if u, ok := provenance.Effective(resp.DecidedBy).(provenance.Unavailable); !ok || u.Reason != reason {
 			return errors.New("decided by " + string(mustJSON(resp.DecidedBy)))
 		}
@@ -320,7 +321,7 @@ func TestManyHeldAsks(t *testing.T) {
 	before := runtime.NumGoroutine()
 
 	child := liveProcess(t)
-	var dying, staying []mailbox.Request
+	var dying, staying []wire.Request
 	for i := range n {
 		if i%2 == 0 {
 			req, _ := drop(t, f.layout, "make deploy", child.Process.Pid)

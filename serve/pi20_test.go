@@ -16,6 +16,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // TestPi20RequestsFromTheReference feeds every request file a real pi
@@ -140,7 +141,7 @@ func waitFor(t *testing.T, path string) {
 func TestLegacyBashDisplayMatch(t *testing.T) {
 	term := newHeldTerminal()
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, func(b *Broker) { b.LegacyBashDisplayMatch = true })
-	old := func(surface, value string) mailbox.Request {
+	old := func(surface, value string) wire.Request {
 		r := ask(t, value)
 		r.AccessIntent = nil
 		r.Surface = surface

@@ -4,13 +4,13 @@ import (
 	"context"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Ask is what reaches the terminal: the request and why the rules asked.
 type Ask struct {
-	Request mailbox.Request
+	Request wire.Request
 	// Resolution is the recorded authority's answer (an ask), or the zero
 	// Decision when the request carried no accessIntent (the ask floor).
 	Resolution rules.Decision
@@ -67,5 +67,5 @@ func (Headless) Decide(context.Context, Ask) decision.Decision {
 type Chain interface {
 	// Resolve returns the decision of the first link that allowed or
 	// denied, and false when every link deferred.
-	Resolve(ctx context.Context, req mailbox.Request) (decision.Decision, bool)
+	Resolve(ctx context.Context, req wire.Request) (decision.Decision, bool)
 }

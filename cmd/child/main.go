@@ -25,6 +25,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // Exit statuses.
@@ -203,20 +204,20 @@ func usageError(stderr io.Writer, format string, args ...any) int {
 // buildRequest makes the request from the flags, or from the JSON on stdin
 // when neither --surface nor --value is given. target is empty when no
 // parent session resolves.
-func buildRequest(f askFlags, getenv func(string) string, stdin io.Reader) (mailbox.Request, string, error) {
+func buildRequest(f askFlags, getenv func(string) string, stdin io.Reader) (wire.Request, string, error) {
 	id, err := forward.NewRequestID()
 	if err != nil {
-		return mailbox.Request{}, "", err
+		return wire.Request{}, "", err
 	}
 	now := time.Now().UnixMilli()
 	if f.surface == "" && f.value == "" {
 		return requestFromStdin(f, getenv, stdin, id, now)
 	}
 	if f.session == "" {
-		return mailbox.Request{}, "", errors.New("--session (or $PI_SUBAGENT_SESSION_ID) is required: the asking session's id")
+		return wire.Request{}, "", errors.New("--session (or $PI_SUBAGENT_SESSION_ID) is required: the asking session's id")
 	}
 	if f.surface == "" || f.value == "" {
-		return mailbox.Request{}, "", errors.New("--surface and --value are required together (or give the request as JSON on stdin)")
+		return wire.Request{}, "", errors.New("--surface and --value are required together (or give the request as JSON on stdin)")
 	}
 	ask := forward.Ask{
 		Session: f.session, Agent: f.agent, Surface: f.surface, Value: f.value, Tool: f.tool,
@@ -225,9 +226,9 @@ func buildRequest(f askFlags, getenv func(string) string, stdin io.Reader) (mail
 	for _, g := range f.grants {
 		surface, pattern, ok := strings.Cut(g, ":")
 		if !ok || surface == "" || pattern == "" {
-			return mailbox.Request{}, "", fmt.Errorf("--grant %q: expected surface:pattern, e.g. bash:git status *", g)
+			return wire.Request{}, "", fmt.Errorf("--grant %q: expected surface:pattern, e.g. bash:git status *", g)
 		}
-		ask.Grants = append(ask.Grants, mailbox.Grant{Surface: surface, Pattern: pattern})
+		ask.Grants = append(ask.Grants, wire.Grant{Surface: surface, Pattern: pattern})
 	}
 	target, _ := forward.ResolveTarget(f.parent, f.session, getenv)
 	req, err := ask.Request(id, orPlaceholder(target), now)
@@ -246,23 +247,23 @@ func orPlaceholder(target string) string {
 // maxStdinRequest bounds the request read from stdin, like a mailbox file.
 const maxStdinRequest = mailbox.MaxFileSize
 
-func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, id string, now int64) (mailbox.Request, string, error) {
+func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, id string, now int64) (wire.Request, string, error) {
 	data, err := io.ReadAll(io.LimitReader(stdin, maxStdinRequest+1))
 	if err != nil {
-		return mailbox.Request{}, "", fmt.Errorf("reading the request from stdin: %w", err)
+		return wire.Request{}, "", fmt.Errorf("reading the request from stdin: %w", err)
 	}
 	if len(data) > maxStdinRequest {
-		return mailbox.Request{}, "", fmt.Errorf("the request on stdin is larger than %d bytes", maxStdinRequest)
+		return wire.Request{}, "", fmt.Errorf("the request on stdin is larger than %d bytes", maxStdinRequest)
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
-		return mailbox.Request{}, "", errors.New("no ask: give --surface and --value, or a JSON request on stdin")
+		return wire.Request{}, "", errors.New("no ask: give --surface and --value, or a JSON request on stdin")
 	}
 	if err := strictjson.Check(data); err != nil {
-		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
+		return wire.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return mailbox.Request{}, "", fmt.Errorf("the request on stdin must be a JSON object: %w", err)
+		return wire.Request{}, "", fmt.Errorf("the request on stdin must be a JSON object: %w", err)
 	}
 	str := func(key string) string {
 		var s string
@@ -274,7 +275,7 @@ func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, i
 		session = f.session
 	}
 	if session == "" {
-		return mailbox.Request{}, "", errors.New("the asking session is unknown: give requesterSessionId, --session or $PI_SUBAGENT_SESSION_ID")
+		return wire.Request{}, "", errors.New("the asking session is unknown: give requesterSessionId, --session or $PI_SUBAGENT_SESSION_ID")
 	}
 	target := str("targetSessionId")
 	if target == "" || f.parent != "" {
@@ -299,14 +300,14 @@ func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, i
 	}
 	full, err := json.Marshal(m)
 	if err != nil {
-		return mailbox.Request{}, "", err
+		return wire.Request{}, "", err
 	}
-	req, dropped, err := mailbox.DecodeRequest(full)
+	req, dropped, err := wire.DecodeRequest(full)
 	if err != nil {
-		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
+		return wire.Request{}, "", fmt.Errorf("the request on stdin: %w", err)
 	}
 	if len(dropped) > 0 {
-		return mailbox.Request{}, "", fmt.Errorf("the request on stdin: %w", dropped[0])
+		return wire.Request{}, "", fmt.Errorf("the request on stdin: %w", dropped[0])
 	}
 	return req, target, nil
 }

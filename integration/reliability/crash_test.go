@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // brokerKills is point 1 (T2): children ask continuously while the broker
@@ -303,7 +304,7 @@ func (r *rig) requestOfDead(pid int) string {
 		if err != nil {
 			continue
 		}
-		if req, _, err := mailbox.DecodeRequest(data); err == nil && req.RequesterPID == pid {
+		if req, _, err := wire.DecodeRequest(data); err == nil && req.RequesterPID == pid {
 			return req.ID
 		}
 	}

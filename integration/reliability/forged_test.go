@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // forgedAnswers is point 5 (H9): answers planted before the broker
@@ -44,9 +45,9 @@ func (s *suite) forgedAnswers(t *testing.T) {
 	if !strings.Contains(string(copied), `"approved":true`) {
 		t.Fatalf("the approval to copy: %s", copied)
 	}
-	approve := func(bind func(mailbox.Response) mailbox.Response) func(*rig, string) error {
+	approve := func(bind func(wire.Response) wire.Response) func(*rig, string) error {
 		return func(r *rig, id string) error {
-			data, _ := mailbox.EncodeResponse(bind(mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: time.Now().UnixMilli()}))
+			data, _ := wire.EncodeResponse(bind(wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: time.Now().UnixMilli()}))
 			return publish(r, id, data)
 		}
 	}
@@ -54,11 +55,11 @@ func (s *suite) forgedAnswers(t *testing.T) {
 		name  string
 		plant func(*rig, string) error
 	}{
-		{"unbound approval", approve(func(r mailbox.Response) mailbox.Response { return r })},
+		{"unbound approval", approve(func(r wire.Response) wire.Response { return r })},
 		{"approval copied from another request", func(r *rig, id string) error { return publish(r, id, copied) }},
 		{"approval bound to other request bytes", func(r *rig, id string) error {
-			return approve(func(resp mailbox.Response) mailbox.Response {
-				return resp.Bind(id, mailbox.RequestDigest([]byte("npm install, but not this request")))
+			return approve(func(resp wire.Response) wire.Response {
+				return resp.Bind(id, wire.RequestDigest([]byte("npm install, but not this request")))
 			})(r, id)
 		}},
 		{"garbage", func(r *rig, id string) error { return publish(r, id, []byte(`{"approved":tr`)) }},

@@ -22,6 +22,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // TestReliability runs every campaign against one build of the binaries.
@@ -283,7 +284,7 @@ func (r *rig) serving(p *process) {
 			// Another user's record, which mailbox.ReadFile refuses to us.
 			path, _ := r.layout.HeartbeatPath("parent")
 			data, err := os.ReadFile(path)
-			h, derr := mailbox.DecodeHeartbeat(data)
+			h, derr := wire.DecodeHeartbeat(data)
 			return err == nil && derr == nil && h.PID == p.pid()
 		}
 		s, err := r.layout.CheckServing("parent", time.Now())
@@ -476,7 +477,7 @@ func (o *responseObserver) run() {
 			o.mu.Lock()
 			o.creates[name]++
 			if err == nil {
-				if _, _, err = mailbox.DecodeResponse(data); err != nil {
+				if _, _, err = wire.DecodeResponse(data); err != nil {
 					o.bad = append(o.bad, fmt.Sprintf("%s: %v: %q", name, err, data))
 				}
 			} else if !errors.Is(err, os.ErrNotExist) {
@@ -603,14 +604,14 @@ func (r *rig) writeRequest(id, value string, pid int) {
 // requestJSON is a pi 25.x request with the child-fixed facts for a bash
 // command; pid 0 leaves requesterPid out.
 func requestJSON(id, value string, pid int) []byte {
-	req := mailbox.Request{
+	req := wire.Request{
 		ID: id, CreatedAt: time.Now().UnixMilli(), RequesterSessionID: "dropped", TargetSessionID: "parent",
 		RequesterAgentName: "Explore", Message: "Agent 'Explore' requested bash command '" + value + "'. Allow this command?",
-		Source: mailbox.SourceToolCall, Surface: "bash", Value: value, RequesterPID: pid,
-		AccessIntent: &mailbox.AccessIntent{Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
-			Principal: mailbox.Principal{SessionID: "dropped", AgentName: "Explore"}},
+		Source: wire.SourceToolCall, Surface: "bash", Value: value, RequesterPID: pid,
+		AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
+			Principal: wire.Principal{SessionID: "dropped", AgentName: "Explore"}},
 	}
-	data, err := mailbox.EncodeRequest(req)
+	data, err := wire.EncodeRequest(req)
 	if err != nil {
 		panic(err)
 	}

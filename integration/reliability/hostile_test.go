@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // hostileMailbox is point 3 (T6): a planter fills requests/ with FIFOs,
@@ -390,7 +391,7 @@ func (s *suite) otherUsers(t *testing.T) {
 
 // foreignApproval writes an approval owned by another uid.
 func foreignApproval(r *rig, id string) error {
-	data, _ := mailbox.EncodeResponse(mailbox.Response{Approved: true, State: mailbox.StateApproved, ResponderSessionID: "parent", RespondedAt: 1})
+	data, _ := wire.EncodeResponse(wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 1})
 	tmp := filepath.Join(r.base, id+".forged")
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err

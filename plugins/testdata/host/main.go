@@ -9,9 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/plugins"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 func main() {
@@ -28,7 +28,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, errs)
 		os.Exit(1)
 	}
-	d, _ := c.Resolve(ctx, mailbox.Request{ID: "pid", Surface: "bash", Value: "proc"})
+	d, _ := c.Resolve(ctx, wire.Request{ID: "pid", Surface: "bash", Value: "proc"})
 	fmt.Println(d.DenialReason)
 	select {}
 }
