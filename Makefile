@@ -133,7 +133,7 @@ demo: build
 ## bench: real brokers on fresh mailbox roots (tmpfs and disk), driven
 ## against the 250 ms polling baseline; under 5 minutes. Progress on
 ## stderr, the table on stdout (its last line is the headline), the same
-## figures as JSON in BENCH_OUT. See BENCHMARKS.md and `go doc ./bench`.
+## figures as JSON in BENCH_OUT. See BENCHMARKS.md and `go doc ./internal/bench`.
 ## The Go micro-benchmarks: go test -run '^$' -bench . -benchmem ./rules ./mailbox ./provenance
 BENCH_OUT ?= $(BIN)/bench-results.json
 BENCH_FLAGS ?=

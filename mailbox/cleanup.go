@@ -12,7 +12,7 @@ import (
 )
 
 // CleanupSession removes the session's inbox directories once they are
-// empty, in pi's order (#398): requests/ if empty; then responses/, but only
+// empty, in pi's order (docs/GLOSSARY.md, "cleanup order"): requests/ if empty; then responses/, but only
 // if requests/ is gone, because a child that still has a request there is
 // waiting for its answer in responses/; then the session directory if empty.
 // Both broker (after a drain) and child (after an exchange) call it, so the

@@ -89,7 +89,7 @@ type Layout struct {
 func (l Layout) SessionsDir() string { return filepath.Join(l.Root, sessionsDirName) }
 
 // ServingDir holds the heartbeats. It sits beside SessionsDir, never inside
-// a session, so a heartbeat cannot keep an inbox from being removed (pi #398).
+// a session, so a heartbeat cannot keep an inbox from being removed (docs/GLOSSARY.md, "cleanup order").
 func (l Layout) ServingDir() string { return filepath.Join(l.Root, servingDirName) }
 
 // TempDir is where atomic writes stage their content before the rename. It

@@ -66,7 +66,7 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 // ends the child that waits for it (docs/decisions/0007).
 //
 // If a child's cleanup removed responses/ between the request being read
-// and answered (pi #398), the write fails with the directory missing;
+// and answered (docs/GLOSSARY.md, "cleanup order"), the write fails with the directory missing;
 // WriteResponse then recreates responses/ and writes once more. It never
 // recreates the session directory: a session directory that is gone means
 // every child abandoned the inbox, and an answer there would be an orphan.

@@ -161,7 +161,7 @@ func TestWriteResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	responses, _ := l.ResponsesDir("s")
-	// A child's cleanup removed responses/ between read and answer (#398).
+	// A child's cleanup removed responses/ between read and answer (docs/GLOSSARY.md, "cleanup order").
 	if err := os.Remove(responses); err != nil {
 		t.Fatal(err)
 	}

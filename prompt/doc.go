@@ -42,7 +42,7 @@
 //
 // "Yes, for this session" on an ask that carries the child's grant
 // suggestion (sessionApproval) opens a second choice that shows the exact
-// patterns (seed 002): 1, this subagent only (first, the default, and what
+// patterns (docs/GLOSSARY.md, "grant"): 1, this subagent only (first, the default, and what
 // Esc picks) is approved_for_session, which the child records; 2, the whole
 // session is approved_for_serving_session, which the broker records and
 // writes as plain approved. An ask without grants has nothing to scope, so

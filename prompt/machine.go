@@ -328,7 +328,7 @@ func (m *machine) pressScope(k key, e *entry) (decision.Decision, bool) {
 		pick = m.cursor
 	case keyEsc:
 		// Cancelling the scope choice is the least privilege: this
-		// subagent only (seed 002).
+		// subagent only (docs/GLOSSARY.md, "grant").
 		pick = scopeSubagent
 	case keyRune:
 		switch k.Rune {

@@ -4,7 +4,7 @@ package provenance
 // pi's `resolution` value.
 type Resolution string
 
-// The resolutions of pi's decision-resolution table (reference §2.4).
+// The resolutions of pi's decision-resolution table (pinned in source_test.go).
 const (
 	ResolutionPolicyAllow               Resolution = "policy_allow"
 	ResolutionPolicyDeny                Resolution = "policy_deny"

@@ -170,7 +170,7 @@ func TestTimestampFormatMatchesToISOString(t *testing.T) {
 	}
 }
 
-// The invariant pi pins for #726: provenance nested in a line is reached by
+// The invariant pi pins for decidedBy: provenance nested in a line is reached by
 // both the key-name mask and the width cap.
 func TestNestedDecidedByIsMaskedAndCapped(t *testing.T) {
 	longReason := strings.Repeat("r", 5000)

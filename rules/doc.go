@@ -48,7 +48,7 @@
 // thing to both, and warns about every integer-like key whose place moved.
 //
 // The bare `path` and `external_directory` keys are sugar for their `_read`
-// and `_write` members (ADR 0013): a member receives the sugar's patterns
+// and `_write` members: a member receives the sugar's patterns
 // first and its own explicit patterns after them, whatever the order in
 // the file, and a pattern it redefines appears once, at its own place.
 //

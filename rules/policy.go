@@ -10,7 +10,7 @@ import (
 
 // Policy is the broker's recorded authority: a config's rules composed
 // with the broker's session rules, with yolo applied, behind the
-// self-approval guard. It answers serving-side asks (SPEC §4 step 1).
+// self-approval guard. It answers serving-side asks (the first step of docs/ARCHITECTURE.md's request path).
 //
 // A Policy is immutable and safe for concurrent use; only its
 // SessionRules change, and they are safe for concurrent use too. To
@@ -213,7 +213,7 @@ func (d Decision) String() string {
 //
 // With asking units, each unit is resolved on bash with its own floor and
 // the most restrictive answer wins (the first on a tie); MatchValues and
-// the chain-level Floor are then not consulted, as in pi (#1030).
+// the chain-level Floor are then not consulted, as in pi (docs/decisions/0010-bash-units.md).
 // Otherwise a bare family surface is resolved on its _read and _write
 // members, most restrictive wins; on a path surface the last rule matching
 // any of the values decides; on any other surface several values are

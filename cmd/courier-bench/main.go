@@ -23,7 +23,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/seed6639df8c/courier/bench"
+	"github.com/seed6639df8c/courier/internal/bench"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Package reliability holds courier's reliability and security campaigns
-// (issue 7, shared/reference/mailbox-limits.md §5): the real broker and
+// (docs/RELIABILITY.md tabulates them): the real broker and
 // child binaries under broker and child SIGKILLs, a hostile mailbox, other
 // users, planted and forged answers, resource faults, watcher faults and
 // plugin faults under load.

@@ -102,7 +102,7 @@ const rulesConfig = `{"permission": {"*": "ask", "bash": {
 }}}`
 
 // newRig makes a mailbox on tmpfs (/dev/shm) when there is one: the
-// production advice (mailbox-limits §0.2), and fast enough for bursts.
+// production advice, and fast enough for bursts.
 func (s *suite) newRig(t *testing.T) *rig {
 	t.Helper()
 	parent := ""

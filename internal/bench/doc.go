@@ -1,7 +1,7 @@
 // Package bench is courier's end-to-end benchmark: it starts real
 // `broker serve` processes on fresh mailbox roots, drives them with
 // requesters built on the child library (package forward) and with real
-// `child` processes, and reports every figure of issue 8 side by side for
+// `child` processes, and reports its figures (BENCHMARKS.md) side by side for
 // tmpfs and for the project's disk, next to the polling design courier
 // replaces. cmd/courier-bench is its command; `make bench` runs it.
 //
