@@ -262,6 +262,8 @@ func FuzzSplit(f *testing.F) {
 		"FOO=$(rm -rf ~) git status", "git status > ~/.bashrc", "sh -c 'git status'",
 		"cat <<EOF\n$(rm x)\nEOF", "if a; then b; fi", "echo \"a && b\" 'c;d' e\\;f",
 		"for f in $(ls); do rm \"$f\"; done", "f() { x; }", "(a) 2>&1 | b &",
+		"git status --short", "sudo ls", "python3 -c x", "export A=1", "let x=1", "time ls",
+		"bash -lc x", "find . -exec rm", "FOO=1 ls", "  ls   -la  ~/x ", "%1", "= x", "a=b=c d",
 	} {
 		f.Add(s)
 	}
@@ -269,6 +271,13 @@ func FuzzSplit(f *testing.F) {
 		units := Split(line)
 		if len(units) == 0 {
 			t.Fatalf("Split(%q) returned no unit", line)
+		}
+		if fast, ok := plain(line); ok {
+			slow := parsed(line)
+			if len(slow) != 1 || slow[0].Command != fast.Command || slow[0].Literal != fast.Literal ||
+				slow[0].Floor != fast.Floor || slow[0].Why != fast.Why || len(slow[0].Writes) != 0 {
+				t.Fatalf("Split(%q): the fast path says %+v, the parser %+v", line, fast, slow)
+			}
 		}
 		for _, u := range units {
 			if u.Floor == FloorUnparseable {

@@ -167,7 +167,8 @@ type Decision struct {
 	// Floor is the floor that changed the outcome, empty when none did.
 	Floor string
 	// Units are the bash units the answer combines, each with its own
-	// answer, in source order; nil off bash.
+	// answer, in source order: nil off bash, and for one unit without a
+	// floor, whose answer is the Decision itself.
 	Units []UnitDecision
 }
 
@@ -294,8 +295,12 @@ func (b *bashEval) line(command, floor string) {
 	}
 }
 
+// decision is the most restrictive unit's answer, with every unit's when
+// there is more to say than that one answer: several units, or a floor.
 func (b *bashEval) decision() Decision {
-	b.d.Units = b.units
+	if len(b.units) > 1 || len(b.units) == 1 && b.units[0].Floor != "" {
+		b.d.Units = b.units
+	}
 	return b.d
 }
 
