@@ -23,7 +23,7 @@ FUZZ_TARGETS := \
 	./rules:FuzzParse \
 	./rules:FuzzDecodeSnapshot \
 	./prompt:FuzzClean \
-	./chain:FuzzCleanReason \
+	./authorizer:FuzzCleanReason \
 	./plugins:FuzzPluginOutput
 
 # The decoders of everything a mailbox peer or the operator writes (request,

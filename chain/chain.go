@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -23,15 +24,16 @@ import (
 // process (package plugins) enforces its configured timeout itself. An
 // error means the link could not judge the ask: the chain then applies the
 // member's failure verdict, never allow. Errors should wrap one of this
-// package's sentinels (ErrTimeout, ErrUnavailable, ...) so the reason the
-// child reads can say what happened without quoting the link.
+// package's sentinels (ErrTimeout, ErrUnavailable, ...) or
+// [authorizer.ErrInvalidVerdict], so the reason the child reads can say
+// what happened without quoting the link.
 //
 // A Link that also implements io.Closer is closed by [Chain.Close].
 type Link interface {
 	// Name is the configured name, used in decidedBy and the review log.
 	Name() string
 	// Authorize judges one ask.
-	Authorize(ctx context.Context, ev Evidence) (Verdict, error)
+	Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error)
 }
 
 // Mode is whether a link's verdicts count.
@@ -60,10 +62,10 @@ type Member struct {
 	Link Link
 	Mode Mode
 	// Disclose is what this link may see beyond the child-fixed facts.
-	Disclose Disclosure
+	Disclose authorizer.Disclosure
 	// OnFailure is the verdict when the link fails: Deny or Defer. Any
 	// other value is read as Deny, so a mistake can never allow.
-	OnFailure Kind
+	OnFailure authorizer.VerdictKind
 }
 
 // Chain is the ordered links of one broker node. It is safe for
@@ -174,44 +176,34 @@ func (c *Chain) Resolve(ctx context.Context, req wire.Request) (decision.Decisio
 // outcome is one consultation of one link, after the failure policy and
 // the envelope.
 type outcome struct {
-	verdict Verdict       // what counts
-	raw     Verdict       // what the link said, when it said anything
-	err     error         // why it could not judge
-	capped  bool          // the envelope turned an allow into a defer
-	latency time.Duration // the call's wall time
+	verdict authorizer.Verdict // what counts
+	raw     authorizer.Verdict // what the link said, when it said anything
+	err     error              // why it could not judge
+	capped  bool               // the envelope turned an allow into a defer
+	latency time.Duration      // the call's wall time
 }
 
 // ask calls one link and applies its failure policy and the envelope.
 func (c *Chain) ask(ctx context.Context, m Member, req wire.Request) outcome {
-	ev := Project(req, m.Disclose)
+	ev := authorizer.Project(req, m.Disclose)
 	start := c.now()
 	v, err := m.Link.Authorize(ctx, ev)
 	o := outcome{raw: v, err: err, latency: c.now().Sub(start)}
 	switch {
 	case err == nil && !v.Kind.Valid():
-		o.err = fmt.Errorf("%w: kind %d", ErrInvalidVerdict, v.Kind)
+		o.err = fmt.Errorf("%w: kind %d", authorizer.ErrInvalidVerdict, v.Kind)
 		fallthrough
 	case o.err != nil:
 		o.verdict = failureVerdict(m, o.err)
 		return o
 	}
-	if v.Kind == Deny {
-		v.Reason = CleanReason(v.Reason)
+	if v.Kind == authorizer.Deny {
+		v.Reason = authorizer.CleanReason(v.Reason)
 	} else {
 		v.Reason = ""
 	}
-	o.verdict, o.capped = Envelope(v, ev)
+	o.verdict, o.capped = authorizer.Envelope(v, ev)
 	return o
-}
-
-// failureVerdict is the verdict of a link that could not judge: Defer
-// when its policy says so, otherwise Deny with a reason that names the
-// link and what went wrong, never the link's own words.
-func failureVerdict(m Member, err error) Verdict {
-	if m.OnFailure == Defer {
-		return Verdict{Kind: Defer}
-	}
-	return Verdict{Kind: Deny, Reason: fmt.Sprintf("authorizer %q %s and its failure policy denies the request", m.Link.Name(), failureCause(err))}
 }
 
 // consult asks one enforcing link and logs its verdict; ok reports that the
@@ -225,9 +217,9 @@ func (c *Chain) consult(ctx context.Context, m Member, req wire.Request) (decisi
 			Str("onFailure", o.verdict.Kind.String()).Msg("authorizer link failed")
 	}
 	switch o.verdict.Kind {
-	case Allow:
+	case authorizer.Allow:
 		return decision.Allow(provenance.Authorizer{Name: name, Verdict: provenance.VerdictAllow}), true
-	case Deny:
+	case authorizer.Deny:
 		if o.err != nil {
 			return decision.Deny(o.verdict.Reason, provenance.GateError{Reason: o.verdict.Reason}), true
 		}
@@ -268,12 +260,12 @@ func linkDetails(requestID, name string, o outcome) map[string]any {
 		"reason":               nil,
 		"latencyMs":            float64(o.latency.Microseconds()) / 1000,
 	}
-	if o.verdict.Kind == Deny && o.verdict.Reason != "" {
+	if o.verdict.Kind == authorizer.Deny && o.verdict.Reason != "" {
 		d["reason"] = o.verdict.Reason
 	}
 	if o.capped {
 		d["capped"] = true
-		d["linkVerdict"] = Allow.String()
+		d["linkVerdict"] = authorizer.Allow.String()
 	}
 	if o.err != nil {
 		d["failure"] = failureCause(o.err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -20,21 +21,21 @@ import (
 // fakeLink answers with a fixed verdict or error and records its calls.
 type fakeLink struct {
 	name    string
-	verdict Verdict
+	verdict authorizer.Verdict
 	err     error
 	// block, when set, is waited on (or ctx) before answering.
 	block chan struct{}
 	// onCall runs at the start of each call.
-	onCall func(ev Evidence)
+	onCall func(ev authorizer.Evidence)
 
 	mu     sync.Mutex
-	calls  []Evidence
+	calls  []authorizer.Evidence
 	closed bool
 }
 
 func (f *fakeLink) Name() string { return f.name }
 
-func (f *fakeLink) Authorize(ctx context.Context, ev Evidence) (Verdict, error) {
+func (f *fakeLink) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, ev)
 	f.mu.Unlock()
@@ -50,7 +51,7 @@ func (f *fakeLink) Authorize(ctx context.Context, ev Evidence) (Verdict, error) 
 				// Released too: select picked at random between two
 				// ready cases; the release came first.
 			default:
-				return Verdict{}, ctx.Err()
+				return authorizer.Verdict{}, ctx.Err()
 			}
 		}
 	}
@@ -130,8 +131,8 @@ func TestNilAndEmptyChainResolveNothing(t *testing.T) {
 func TestConfigOrderFirstDecisiveWins(t *testing.T) {
 	log, path := openLog(t)
 	deferrer := &fakeLink{name: "a"}
-	denier := &fakeLink{name: "b", verdict: Verdict{Kind: Deny, Reason: "  use pnpm  "}}
-	allower := &fakeLink{name: "c", verdict: Verdict{Kind: Allow}}
+	denier := &fakeLink{name: "b", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "  use pnpm  "}}
+	allower := &fakeLink{name: "c", verdict: authorizer.Verdict{Kind: authorizer.Allow}}
 	c := New(log, []Member{{Link: deferrer}, {Link: denier}, {Link: allower}})
 	d, ok := c.Resolve(t.Context(), bashAsk("npm i"))
 	if !ok || d.State != decision.StateDeniedWithReason || d.DenialReason != "use pnpm" {
@@ -166,7 +167,7 @@ func TestConfigOrderFirstDecisiveWins(t *testing.T) {
 func TestChainResolvedIsWrittenBeforeAnyLinkRuns(t *testing.T) {
 	log, path := openLog(t)
 	var sawResolved bool
-	link := &fakeLink{name: "a", onCall: func(Evidence) {
+	link := &fakeLink{name: "a", onCall: func(authorizer.Evidence) {
 		for _, e := range readLog(t, path) {
 			sawResolved = sawResolved || e["event"] == reviewlog.ChainResolved
 		}
@@ -178,7 +179,7 @@ func TestChainResolvedIsWrittenBeforeAnyLinkRuns(t *testing.T) {
 }
 
 func TestAllowIsOneOffAndDenyWithoutReason(t *testing.T) {
-	c := New(nil, []Member{{Link: &fakeLink{name: "ok", verdict: Verdict{Kind: Allow, Reason: "ignored"}}}})
+	c := New(nil, []Member{{Link: &fakeLink{name: "ok", verdict: authorizer.Verdict{Kind: authorizer.Allow, Reason: "ignored"}}}})
 	d, ok := c.Resolve(t.Context(), bashAsk("ls"))
 	if !ok || d.State != decision.StateApproved || d.DenialReason != "" {
 		t.Fatalf("%+v", d)
@@ -186,7 +187,7 @@ func TestAllowIsOneOffAndDenyWithoutReason(t *testing.T) {
 	if d.DecidedBy != (provenance.Authorizer{Name: "ok", Verdict: provenance.VerdictAllow}) {
 		t.Errorf("decidedBy %#v", d.DecidedBy)
 	}
-	c = New(nil, []Member{{Link: &fakeLink{name: "no", verdict: Verdict{Kind: Deny, Reason: " \n\t "}}}})
+	c = New(nil, []Member{{Link: &fakeLink{name: "no", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: " \n\t "}}}})
 	d, ok = c.Resolve(t.Context(), bashAsk("ls"))
 	if !ok || d.State != decision.StateDenied || d.DenialReason != "" {
 		t.Fatalf("%+v", d)
@@ -196,50 +197,9 @@ func TestAllowIsOneOffAndDenyWithoutReason(t *testing.T) {
 	}
 }
 
-func TestEnvelope(t *testing.T) {
-	for _, tc := range []struct {
-		access, display string
-		noAccess        bool
-		delegable       bool
-	}{
-		{access: "bash", display: "bash", delegable: true},
-		{access: "write", display: "write", delegable: true},
-		{access: "path", display: "write"},
-		{access: "path_read", display: "read"},
-		{access: "path_write", display: "bash"},
-		{access: "external_directory", display: "read"},
-		{access: "external_directory_read", display: "bash"},
-		{access: "external_directory_write", display: "bash"},
-		{access: " Path_Write ", display: "bash"},
-		{noAccess: true, display: "bash", delegable: true},
-		{noAccess: true, display: "external_directory"},
-		{noAccess: true, display: ""},
-		{access: "", display: "", noAccess: true},
-		{access: "bash", display: "path", delegable: true}, // the gate surface wins, as in pi
-	} {
-		req := bashAsk("x")
-		req.Surface = tc.display
-		req.AccessIntent.Surface = tc.access
-		if tc.noAccess {
-			req.AccessIntent = nil
-		}
-		ev := Project(req, Disclosure{})
-		if got := Delegable(ev); got != tc.delegable {
-			t.Errorf("%+v: delegable %v", tc, got)
-		}
-		for _, k := range []Kind{Allow, Deny, Defer} {
-			v, capped := Envelope(Verdict{Kind: k, Reason: "r"}, ev)
-			wantCapped := k == Allow && !tc.delegable
-			if capped != wantCapped || (capped && v.Kind != Defer) || (!capped && v.Kind != k) {
-				t.Errorf("%+v %v: got %v capped %v", tc, k, v.Kind, capped)
-			}
-		}
-	}
-}
-
 func TestEnvelopeInTheChainCapsAndPassesOn(t *testing.T) {
 	log, path := openLog(t)
-	allower := &fakeLink{name: "allow-all", verdict: Verdict{Kind: Allow}}
+	allower := &fakeLink{name: "allow-all", verdict: authorizer.Verdict{Kind: authorizer.Allow}}
 	next := &fakeLink{name: "next"}
 	c := New(log, []Member{{Link: allower}, {Link: next}})
 	req := bashAsk("/etc/passwd")
@@ -261,16 +221,16 @@ func TestFailurePolicyNeverAllows(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		link      *fakeLink
-		onFailure Kind
+		onFailure authorizer.VerdictKind
 		decided   bool
 	}{
-		{"error deny", &fakeLink{name: "x", err: boom}, Deny, true},
-		{"error defer", &fakeLink{name: "x", err: boom}, Defer, false},
-		{"error with allow policy reads as deny", &fakeLink{name: "x", err: boom}, Allow, true},
-		{"allow with an error is a failure", &fakeLink{name: "x", verdict: Verdict{Kind: Allow}, err: ErrTimeout}, Deny, true},
-		{"invalid kind", &fakeLink{name: "x", verdict: Verdict{Kind: 9}}, Deny, true},
-		{"invalid kind defer", &fakeLink{name: "x", verdict: Verdict{Kind: 9}}, Defer, false},
-		{"timeout", &fakeLink{name: "x", err: ErrTimeout}, Deny, true},
+		{"error deny", &fakeLink{name: "x", err: boom}, authorizer.Deny, true},
+		{"error defer", &fakeLink{name: "x", err: boom}, authorizer.Defer, false},
+		{"error with allow policy reads as deny", &fakeLink{name: "x", err: boom}, authorizer.Allow, true},
+		{"allow with an error is a failure", &fakeLink{name: "x", verdict: authorizer.Verdict{Kind: authorizer.Allow}, err: ErrTimeout}, authorizer.Deny, true},
+		{"invalid kind", &fakeLink{name: "x", verdict: authorizer.Verdict{Kind: 9}}, authorizer.Deny, true},
+		{"invalid kind defer", &fakeLink{name: "x", verdict: authorizer.Verdict{Kind: 9}}, authorizer.Defer, false},
+		{"timeout", &fakeLink{name: "x", err: ErrTimeout}, authorizer.Deny, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log, path := openLog(t)
@@ -299,7 +259,7 @@ func TestFailurePolicyNeverAllows(t *testing.T) {
 func TestFailureCauses(t *testing.T) {
 	for err, want := range map[error]string{
 		ErrDisabled: "is disabled", ErrTimeout: "timed out", ErrUnavailable: "is unavailable",
-		ErrInvalidVerdict: "gave an invalid answer", ErrClosed: "is shut down", errors.New("x"): "failed",
+		authorizer.ErrInvalidVerdict: "gave an invalid answer", ErrClosed: "is shut down", errors.New("x"): "failed",
 		context.Canceled: "failed",
 	} {
 		if got := failureCause(errors.Join(errors.New("wrapped"), err)); got != want {
@@ -311,8 +271,8 @@ func TestFailureCauses(t *testing.T) {
 func TestShadowIsLoggedNeverEnforced(t *testing.T) {
 	log, path := openLog(t)
 	release := make(chan struct{})
-	shadowDeny := &fakeLink{name: "judge", verdict: Verdict{Kind: Deny, Reason: "would deny"}, block: release}
-	shadowAllowPath := &fakeLink{name: "lenient", verdict: Verdict{Kind: Allow}}
+	shadowDeny := &fakeLink{name: "judge", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "would deny"}, block: release}
+	shadowAllowPath := &fakeLink{name: "lenient", verdict: authorizer.Verdict{Kind: authorizer.Allow}}
 	enforcing := &fakeLink{name: "real"}
 	c := New(log, []Member{{Link: shadowDeny, Mode: Shadow}, {Link: enforcing}, {Link: shadowAllowPath, Mode: Shadow}})
 	req := bashAsk("rm -rf build")
@@ -370,7 +330,7 @@ func TestCloseCancelsShadowCalls(t *testing.T) {
 
 func TestCancelledAskFailsIntoThePolicy(t *testing.T) {
 	blocked := &fakeLink{name: "slow", block: make(chan struct{})}
-	c := New(nil, []Member{{Link: blocked, OnFailure: Deny}})
+	c := New(nil, []Member{{Link: blocked, OnFailure: authorizer.Deny}})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d, ok := c.Resolve(ctx, bashAsk("ls"))
@@ -382,28 +342,12 @@ func TestCancelledAskFailsIntoThePolicy(t *testing.T) {
 func TestLinksSeeOnlyTheirDisclosure(t *testing.T) {
 	plain := &fakeLink{name: "plain"}
 	judge := &fakeLink{name: "judge"}
-	c := New(nil, []Member{{Link: plain}, {Link: judge, Disclose: Disclosure{Cwd: true}}})
+	c := New(nil, []Member{{Link: plain}, {Link: judge, Disclose: authorizer.Disclosure{Cwd: true}}})
 	c.Resolve(t.Context(), bashAsk("ls"))
 	if ev := plain.calls[0]; ev.RequesterCwd != nil || ev.Principal != nil {
 		t.Errorf("plain link saw %+v", ev)
 	}
 	if ev := judge.calls[0]; ev.RequesterCwd == nil || *ev.RequesterCwd != "/w" || ev.Principal != nil {
 		t.Errorf("judge saw %+v", ev)
-	}
-}
-
-func TestCleanReason(t *testing.T) {
-	for in, want := range map[string]string{
-		"  use pnpm\n":                 "use pnpm",
-		"\x1b[31mred\x1b[0m":           "[31mred [0m",
-		"a\u202eb":                     "a b",
-		"bad \xff byte":                "bad \uFFFD byte",
-		"":                             "",
-		strings.Repeat("é", 2000):      strings.Repeat("é", MaxReasonRunes-1) + "…",
-		"line1\u2028line2\r\nline3\t.": "line1 line2  line3 .",
-	} {
-		if got := CleanReason(in); got != want {
-			t.Errorf("CleanReason(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -3,33 +3,27 @@
 // recorded rules left undecided, before the ask reaches the terminal (a
 // human, a relay, or a headless denial).
 //
-// A [Link] answers an ask with a [Verdict]: allow, deny (with a reason) or
-// defer. The first link that allows or denies decides; a link that defers
-// passes the ask on and is never credited. When every link defers,
-// [Chain.Resolve] reports false and the terminal decides.
+// A [Link] answers an ask with an [authorizer.Verdict]: allow, deny (with a
+// reason) or defer. The first link that allows or denies decides; a link
+// that defers passes the ask on and is never credited. When every link
+// defers, [Chain.Resolve] reports false and the terminal decides.
 //
-// # What a link sees
+// What a link sees and what it may answer is the contract of package
+// authorizer; this package runs the links and keeps the limits that
+// contract states, whatever a link answers.
 //
-// A link never sees a [wire.Request]. [Project] builds its [Evidence]
-// field by field: the request id, the display surface and value, the
-// source, the prompt message and payload, the forwarding provenance (the
-// requesting agent and session), the child-fixed access facts and the
-// suggested session grants. The requester's working directory and
-// principal are withheld unless the operator disclosed them to that link
-// ([Disclosure]). Because the projection copies named fields rather than
-// whole structs, a field added to the wire types reaches no link until
-// someone decides it should; a test fails until the new field is
-// classified.
+// # What the chain enforces
 //
-// # What a link can decide
-//
-// The chain, not the link, enforces the limits:
-//
-//   - The delegation envelope ([Envelope]) caps an allow to defer when the
-//     surface family is path or external_directory, or cannot be
-//     determined. It only ever tightens.
-//   - A link that fails (an error, a timeout, a crashed or disabled
-//     plugin) yields its failure verdict, deny or defer, never allow.
+//   - Each link gets its own projection of the request:
+//     [authorizer.Project] with that member's [authorizer.Disclosure].
+//   - Every verdict passes through the delegation envelope
+//     ([authorizer.Envelope]), which caps an allow to defer on path and
+//     external_directory asks; every deny reason is cleaned
+//     ([authorizer.CleanReason]).
+//   - A link that fails (an error, an invalid verdict, a timeout, a
+//     crashed or disabled plugin) yields its member's failure verdict,
+//     deny or defer, never allow. A failure that denies is decided by
+//     {kind: gate_error}, because no link said no.
 //   - A link in [Shadow] mode is consulted and its verdict logged
 //     (authorizer_link.shadow), never enforced. Shadow links run beside the
 //     enforcing ones and never delay a decision.

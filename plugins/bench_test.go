@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/rules"
 )
@@ -21,7 +22,7 @@ func BenchmarkAuthorizeRoundTrip(b *testing.B) {
 	c := chain.New(nil, members)
 	b.Cleanup(func() { c.Close() })
 	link := members[0].Link
-	ev := chain.Project(request("bash", "allow"), chain.Disclosure{})
+	ev := authorizer.Project(request("bash", "allow"), authorizer.Disclosure{})
 
 	report := func(b *testing.B, lat []time.Duration) {
 		slices.Sort(lat)
@@ -32,7 +33,7 @@ func BenchmarkAuthorizeRoundTrip(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
-			if v, err := link.Authorize(b.Context(), ev); err != nil || v.Kind != chain.Allow {
+			if v, err := link.Authorize(b.Context(), ev); err != nil || v.Kind != authorizer.Allow {
 				b.Fatal(v, err)
 			}
 			lat = append(lat, time.Since(start))

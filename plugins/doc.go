@@ -2,9 +2,10 @@
 // it loads the operator's authorizerChain into a [chain.Chain] whose links
 // are plugin processes, each under a supervisor.
 //
-// The protocol (handshake, protobuf service, conversions) is package
-// plugins/protocol; a plugin author uses package plugins/sdk. Example
-// plugins live in cmd/courier-authz-*.
+// What a plugin sees and may answer is package authorizer; the protocol
+// (handshake, protobuf service, conversions) is package plugins/protocol;
+// a plugin author uses package plugins/sdk. Example plugins live in
+// cmd/courier-authz-*.
 //
 // # Hazards this package survives
 //

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/provenance"
@@ -71,7 +72,7 @@ func TestHazardsFailClosedAndRestart(t *testing.T) {
 		{"hang", chain.ErrTimeout},
 		{"panic", chain.ErrUnavailable},
 		{"panic-handler", chain.ErrUnavailable},
-		{"invalid", chain.ErrInvalidVerdict},
+		{"invalid", authorizer.ErrInvalidVerdict},
 		{"big", chain.ErrUnavailable},
 	}
 	for _, tc := range cases {
@@ -108,7 +109,7 @@ func TestHazardsFailClosedAndRestart(t *testing.T) {
 			if g := h.link().generation(); g != 2 {
 				t.Errorf("generation %d, want 2", g)
 			}
-			if _, err := h.link().Authorize(t.Context(), chain.Evidence{Value: tc.value}); !errors.Is(err, tc.cause) {
+			if _, err := h.link().Authorize(t.Context(), authorizer.Evidence{Value: tc.value}); !errors.Is(err, tc.cause) {
 				t.Errorf("error %v, want %v", err, tc.cause)
 			}
 			e := h.entries(reviewlog.LinkVerdict)[0]
@@ -272,7 +273,7 @@ func TestChecksumCheckedOnEveryStart(t *testing.T) {
 	h.ask("crash")
 	d, ok := h.ask("allow")
 	wantNoAllow(t, d, ok)
-	_, err = h.link().Authorize(t.Context(), chain.Evidence{Value: "allow"})
+	_, err = h.link().Authorize(t.Context(), authorizer.Evidence{Value: "allow"})
 	if !errors.Is(err, chain.ErrUnavailable) {
 		t.Errorf("after tampering: %v", err)
 	}
@@ -284,7 +285,7 @@ func TestChecksumCheckedOnEveryStart(t *testing.T) {
 func TestEnvironmentNotLeaked(t *testing.T) {
 	t.Setenv("COURIER_TEST_SECRET", "hunter2")
 	h := load(t, Options{}, spec("t"))
-	v, err := h.link().Authorize(t.Context(), chain.Evidence{Value: "env"})
+	v, err := h.link().Authorize(t.Context(), authorizer.Evidence{Value: "env"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +326,8 @@ func TestDisclosureThroughThePlugin(t *testing.T) {
 	cwdOnly.DiscloseCwd = true
 	h := load(t, Options{}, plain, cwdOnly)
 	seen := func(i int) map[string]any {
-		v, err := h.member(i).Authorize(t.Context(), chain.Project(request("bash", "evidence"), h.members[i].Disclose))
-		if err != nil || v.Kind != chain.Deny {
+		v, err := h.member(i).Authorize(t.Context(), authorizer.Project(request("bash", "evidence"), h.members[i].Disclose))
+		if err != nil || v.Kind != authorizer.Deny {
 			t.Fatalf("%v %v", v, err)
 		}
 		var m map[string]any
@@ -374,7 +375,7 @@ func TestConcurrentFailuresRestartOnce(t *testing.T) {
 			// still in flight on it then sees the connection drop before
 			// its own deadline, which is a failure of the same process
 			// (unavailable), not a second timeout. Either way, no verdict.
-			_, err := link.Authorize(t.Context(), chain.Evidence{Value: "hang"})
+			_, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "hang"})
 			switch {
 			case errors.Is(err, chain.ErrTimeout):
 				timeouts.Add(1)
@@ -410,7 +411,7 @@ func TestRestartBackoff(t *testing.T) {
 	h.ask("crash") // failure 1: the next start is immediate
 	h.ask("crash") // generation 2 crashes too: back off a minute
 	start := time.Now()
-	_, err := link.Authorize(t.Context(), chain.Evidence{Value: "allow"})
+	_, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "allow"})
 	if !errors.Is(err, chain.ErrUnavailable) || !strings.Contains(err.Error(), "backing off") {
 		t.Fatalf("during backoff: %v", err)
 	}
@@ -437,8 +438,8 @@ func TestSlowStart(t *testing.T) {
 		s := spec("t", "--start-delay", "300ms")
 		link := newSupervised(s, Options{})
 		t.Cleanup(func() { link.Close() })
-		v, err := link.Authorize(t.Context(), chain.Evidence{Value: "allow"})
-		if err != nil || v.Kind != chain.Allow {
+		v, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "allow"})
+		if err != nil || v.Kind != authorizer.Allow {
 			t.Fatalf("%v %v", v, err)
 		}
 	})
@@ -448,14 +449,14 @@ func TestSlowStart(t *testing.T) {
 		s.Timeout = 100 * time.Millisecond
 		link := newSupervised(s, Options{})
 		t.Cleanup(func() { link.Close() })
-		if _, err := link.Authorize(t.Context(), chain.Evidence{Value: "allow"}); !errors.Is(err, chain.ErrTimeout) {
+		if _, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "allow"}); !errors.Is(err, chain.ErrTimeout) {
 			t.Fatalf("first ask: %v, want a timeout", err)
 		}
 		// wait for the start in progress, then ask again: same process
 		if _, err := link.acquire(withTimeout(t, 5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := link.Authorize(t.Context(), chain.Evidence{Value: "allow"}); err != nil || v.Kind != chain.Allow {
+		if v, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "allow"}); err != nil || v.Kind != authorizer.Allow {
 			t.Fatalf("%v %v", v, err)
 		}
 		if g := link.generation(); g != 1 {
@@ -491,7 +492,7 @@ func pidExited(t *testing.T, pid int, within time.Duration) bool {
 // pluginPID asks the link's process for its pid.
 func pluginPID(t *testing.T, link chain.Link) int {
 	t.Helper()
-	v, err := link.Authorize(t.Context(), chain.Evidence{Value: "proc"})
+	v, err := link.Authorize(t.Context(), authorizer.Evidence{Value: "proc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +542,7 @@ func TestCloseKillsPluginsAndLeaksNoGoroutines(t *testing.T) {
 	c := chain.New(nil, members)
 	pids := []int{pluginPID(t, members[0].Link), pluginPID(t, members[1].Link)}
 	// leave a failed process being killed, and a hung call, at Close
-	members[0].Link.Authorize(t.Context(), chain.Evidence{Value: "crash"})
+	members[0].Link.Authorize(t.Context(), authorizer.Evidence{Value: "crash"})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +551,7 @@ func TestCloseKillsPluginsAndLeaksNoGoroutines(t *testing.T) {
 			t.Errorf("plugin %d survived Close", pid)
 		}
 	}
-	if _, err := members[1].Link.Authorize(t.Context(), chain.Evidence{Value: "allow"}); !errors.Is(err, chain.ErrClosed) {
+	if _, err := members[1].Link.Authorize(t.Context(), authorizer.Evidence{Value: "allow"}); !errors.Is(err, chain.ErrClosed) {
 		t.Errorf("after Close: %v", err)
 	}
 	// gRPC's and go-plugin's goroutines wind down asynchronously.

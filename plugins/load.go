@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
@@ -123,14 +124,14 @@ func loadMembers(ctx context.Context, links []rules.AuthorizerLink, log *reviewl
 	for i, spec := range links {
 		m := chain.Member{
 			Mode:      chain.Enforce,
-			Disclose:  chain.Disclosure{Cwd: spec.DiscloseCwd, Principal: spec.DisclosePrincipal},
-			OnFailure: chain.Deny,
+			Disclose:  authorizer.Disclosure{Cwd: spec.DiscloseCwd, Principal: spec.DisclosePrincipal},
+			OnFailure: authorizer.Deny,
 		}
 		if spec.Mode == rules.LinkShadow {
 			m.Mode = chain.Shadow
 		}
 		if spec.OnFailure == rules.LinkFailDefer {
-			m.OnFailure = chain.Defer
+			m.OnFailure = authorizer.Defer
 		}
 		f, err := openVerified(spec.Path, spec.SHA256)
 		if err != nil {

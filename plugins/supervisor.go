@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/plugins/protocol"
 	"github.com/seed6639df8c/courier/rules"
@@ -84,12 +85,12 @@ func (s *supervised) Name() string { return s.spec.Name }
 
 // Authorize implements chain.Link: one call, bounded by the link's
 // timeout, on the current process or a freshly started one.
-func (s *supervised) Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, error) {
+func (s *supervised) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
 	callCtx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	inst, err := s.acquire(callCtx)
 	if err != nil {
-		return chain.Verdict{}, s.callError(ctx, callCtx, "start", err)
+		return authorizer.Verdict{}, s.callError(ctx, callCtx, "start", err)
 	}
 	v, err := inst.rpc.Authorize(callCtx, ev)
 	if err == nil {
@@ -106,13 +107,14 @@ func (s *supervised) Authorize(ctx context.Context, ev chain.Evidence) (chain.Ve
 	default:
 		s.retire(inst, err)
 	}
-	return chain.Verdict{}, s.callError(ctx, callCtx, "call", err)
+	return authorizer.Verdict{}, s.callError(ctx, callCtx, "call", err)
 }
 
-// callError classifies a failed call with the chain's sentinels.
+// callError classifies a failed call with the sentinels of package chain
+// (and authorizer.ErrInvalidVerdict).
 func (s *supervised) callError(ctx, callCtx context.Context, what string, err error) error {
 	switch {
-	case errors.Is(err, chain.ErrClosed), errors.Is(err, chain.ErrInvalidVerdict), errors.Is(err, chain.ErrUnavailable):
+	case errors.Is(err, chain.ErrClosed), errors.Is(err, authorizer.ErrInvalidVerdict), errors.Is(err, chain.ErrUnavailable):
 		return fmt.Errorf("authorizer %q: %w", s.spec.Name, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("authorizer %q: %s: %w", s.spec.Name, what, ctx.Err())
@@ -388,8 +390,8 @@ type disabledLink struct {
 
 func (d disabledLink) Name() string { return d.name }
 
-func (d disabledLink) Authorize(context.Context, chain.Evidence) (chain.Verdict, error) {
-	return chain.Verdict{}, fmt.Errorf("authorizer %q: %w: %w", d.name, chain.ErrDisabled, d.err)
+func (d disabledLink) Authorize(context.Context, authorizer.Evidence) (authorizer.Verdict, error) {
+	return authorizer.Verdict{}, fmt.Errorf("authorizer %q: %w: %w", d.name, chain.ErrDisabled, d.err)
 }
 
 // ensure the types satisfy the chain's interfaces.

@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/plugins/protocol"
 )
 
@@ -93,8 +93,8 @@ func (a *Authorizer) Describe(context.Context) (protocol.Description, error) {
 
 // Authorize denies when a rule matches a candidate value of the ask, and
 // defers otherwise.
-func (a *Authorizer) Authorize(_ context.Context, ev chain.Evidence) (chain.Verdict, error) {
-	surface := chain.EnvelopeSurface(ev)
+func (a *Authorizer) Authorize(_ context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
+	surface := authorizer.EnvelopeSurface(ev)
 	values := Candidates(ev)
 	for _, r := range a.rules {
 		if len(r.Surfaces) > 0 && !slices.Contains(r.Surfaces, surface) && !slices.Contains(r.Surfaces, ev.Surface) {
@@ -102,11 +102,11 @@ func (a *Authorizer) Authorize(_ context.Context, ev chain.Evidence) (chain.Verd
 		}
 		for _, v := range values {
 			if r.Pattern.MatchString(v) {
-				return chain.Verdict{Kind: chain.Deny, Reason: r.reason(v)}, nil
+				return authorizer.Verdict{Kind: authorizer.Deny, Reason: r.reason(v)}, nil
 			}
 		}
 	}
-	return chain.Verdict{Kind: chain.Defer}, nil
+	return authorizer.Verdict{Kind: authorizer.Defer}, nil
 }
 
 func (r Rule) reason(value string) string {
@@ -122,7 +122,7 @@ func (r Rule) reason(value string) string {
 // Candidates are the values of an ask a deny-list judges: the child-fixed
 // match values, every asking unit's command and the boundary path, then
 // the display value. A match in any of them denies.
-func Candidates(ev chain.Evidence) []string {
+func Candidates(ev authorizer.Evidence) []string {
 	var out []string
 	if a := ev.Access; a != nil {
 		out = append(out, a.MatchValues...)

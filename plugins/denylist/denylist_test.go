@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 )
 
 func TestAuthorize(t *testing.T) {
@@ -17,23 +17,23 @@ func TestAuthorize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit := func(cmd string) chain.Evidence {
-		return chain.Evidence{Surface: "bash", Value: "npm test && " + cmd, Access: &chain.AccessFacts{
-			Surface: "bash", MatchValues: []string{"npm test"}, AskingUnits: []chain.AskingUnit{{Command: cmd}}}}
+	unit := func(cmd string) authorizer.Evidence {
+		return authorizer.Evidence{Surface: "bash", Value: "npm test && " + cmd, Access: &authorizer.AccessFacts{
+			Surface: "bash", MatchValues: []string{"npm test"}, AskingUnits: []authorizer.AskingUnit{{Command: cmd}}}}
 	}
 	b := "/repo/.env"
 	for _, tc := range []struct {
 		name string
-		ev   chain.Evidence
-		want chain.Kind
+		ev   authorizer.Evidence
+		want authorizer.VerdictKind
 		in   string
 	}{
-		{"force push in an asking unit", unit("git push origin main --force"), chain.Deny, "Force pushes"},
-		{"plain push", unit("git push origin main"), chain.Defer, ""},
-		{"force push on another surface", chain.Evidence{Surface: "write", Value: "git push x --force"}, chain.Defer, ""},
-		{"boundary path", chain.Evidence{Surface: "read", Access: &chain.AccessFacts{Surface: "path_read", MatchValues: []string{"./.env"}, BoundaryValue: &b}}, chain.Deny, "deny-list refuses"},
-		{"display value only (pi 20.x)", chain.Evidence{Surface: "read", Value: "config/.env"}, chain.Deny, "/(^|/)\\.env$/"},
-		{"nothing", chain.Evidence{}, chain.Defer, ""},
+		{"force push in an asking unit", unit("git push origin main --force"), authorizer.Deny, "Force pushes"},
+		{"plain push", unit("git push origin main"), authorizer.Defer, ""},
+		{"force push on another surface", authorizer.Evidence{Surface: "write", Value: "git push x --force"}, authorizer.Defer, ""},
+		{"boundary path", authorizer.Evidence{Surface: "read", Access: &authorizer.AccessFacts{Surface: "path_read", MatchValues: []string{"./.env"}, BoundaryValue: &b}}, authorizer.Deny, "deny-list refuses"},
+		{"display value only (pi 20.x)", authorizer.Evidence{Surface: "read", Value: "config/.env"}, authorizer.Deny, "/(^|/)\\.env$/"},
+		{"nothing", authorizer.Evidence{}, authorizer.Defer, ""},
 	} {
 		v, err := a.Authorize(t.Context(), tc.ev)
 		if err != nil || v.Kind != tc.want || !strings.Contains(v.Reason, tc.in) {
@@ -45,7 +45,7 @@ func TestAuthorize(t *testing.T) {
 func TestNeverAllows(t *testing.T) {
 	a, _ := New([]Rule{{Pattern: regexp.MustCompile(`x`)}})
 	for _, v := range []string{"", "x", "y"} {
-		if got, _ := a.Authorize(t.Context(), chain.Evidence{Value: v}); got.Kind == chain.Allow {
+		if got, _ := a.Authorize(t.Context(), authorizer.Evidence{Value: v}); got.Kind == authorizer.Allow {
 			t.Errorf("%q allowed", v)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	pb "github.com/seed6639df8c/courier/plugins/gen/courier/authorizer/v1"
 )
 
@@ -12,7 +12,7 @@ import (
 // child's bytes need not be: invalid sequences become U+FFFD, so that a
 // hostile request cannot make the call fail (and so pick the link's
 // failure verdict).
-func EncodeEvidence(ev chain.Evidence) *pb.Evidence {
+func EncodeEvidence(ev authorizer.Evidence) *pb.Evidence {
 	out := &pb.Evidence{
 		RequestId:      validUTF8(ev.RequestID),
 		Source:         validUTF8(ev.Source),
@@ -64,14 +64,14 @@ func EncodeEvidence(ev chain.Evidence) *pb.Evidence {
 // DecodeEvidence reads evidence on the plugin side. A nil message reads
 // as empty evidence; a payload that is not valid JSON is dropped, so an
 // author can always hand Payload to json.Unmarshal.
-func DecodeEvidence(in *pb.Evidence) chain.Evidence {
-	ev := chain.Evidence{
+func DecodeEvidence(in *pb.Evidence) authorizer.Evidence {
+	ev := authorizer.Evidence{
 		RequestID: in.GetRequestId(),
 		Source:    in.GetSource(),
 		Surface:   in.GetDisplaySurface(),
 		Value:     in.GetDisplayValue(),
 		Message:   in.GetMessage(),
-		Forwarding: chain.Forwarding{
+		Forwarding: authorizer.Forwarding{
 			RequesterAgentName: in.GetForwarding().GetRequesterAgentName(),
 			RequesterSessionID: in.GetForwarding().GetRequesterSessionId(),
 		},
@@ -80,7 +80,7 @@ func DecodeEvidence(in *pb.Evidence) chain.Evidence {
 		ev.Payload = json.RawMessage(p)
 	}
 	if a := in.GetAccess(); a != nil {
-		facts := &chain.AccessFacts{
+		facts := &authorizer.AccessFacts{
 			Surface:     a.GetSurface(),
 			MatchValues: a.GetMatchValues(),
 			Floor:       a.GetFloor(),
@@ -90,12 +90,12 @@ func DecodeEvidence(in *pb.Evidence) chain.Evidence {
 			facts.BoundaryValue = &b
 		}
 		for _, u := range a.GetAskingUnits() {
-			facts.AskingUnits = append(facts.AskingUnits, chain.AskingUnit{Command: u.GetCommand(), Floor: u.GetFloor()})
+			facts.AskingUnits = append(facts.AskingUnits, authorizer.AskingUnit{Command: u.GetCommand(), Floor: u.GetFloor()})
 		}
 		ev.Access = facts
 	}
 	for _, g := range in.GetSessionApproval().GetGrants() {
-		ev.SessionApproval = append(ev.SessionApproval, chain.Grant{Surface: g.GetSurface(), Pattern: g.GetPattern()})
+		ev.SessionApproval = append(ev.SessionApproval, authorizer.SuggestedGrant{Surface: g.GetSurface(), Pattern: g.GetPattern()})
 	}
 	if d := in.GetDisclosure(); d != nil {
 		if d.RequesterCwd != nil {
@@ -103,7 +103,7 @@ func DecodeEvidence(in *pb.Evidence) chain.Evidence {
 			ev.RequesterCwd = &cwd
 		}
 		if p := d.GetPrincipal(); p != nil {
-			ev.Principal = &chain.Principal{SessionID: p.GetSessionId(), AgentName: p.GetAgentName()}
+			ev.Principal = &authorizer.Principal{SessionID: p.GetSessionId(), AgentName: p.GetAgentName()}
 		}
 	}
 	return ev

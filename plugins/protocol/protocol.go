@@ -1,9 +1,10 @@
 // Package protocol is the contract between courier's broker and its
 // authorizer plugins: the go-plugin handshake, the plugin set, and the gRPC
-// glue that carries [chain.Evidence] to a plugin and its [chain.Verdict]
-// back. The wire is plugins/proto/courier/authorizer/v1/authorizer.proto,
-// which documents the contract for authors in other languages; this package
-// converts between it and the chain's domain types, once on each side.
+// glue that carries [authorizer.Evidence] to a plugin and its
+// [authorizer.Verdict] back. The wire is
+// plugins/proto/courier/authorizer/v1/authorizer.proto, which documents the
+// contract for authors in other languages; this package converts between it
+// and package authorizer's types, once on each side.
 //
 // A Go plugin author needs none of this directly: package plugins/sdk
 // serves an [Authorizer] with one call. The broker side (starting,
@@ -28,7 +29,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	pb "github.com/seed6639df8c/courier/plugins/gen/courier/authorizer/v1"
 )
 
@@ -54,7 +55,7 @@ var Handshake = plugin.HandshakeConfig{
 // the broker then applies the link's failure verdict (deny or defer), so
 // return an error rather than a guess. Authorize is called concurrently.
 type Authorizer interface {
-	Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, error)
+	Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error)
 }
 
 // Describer is implemented by an Authorizer that names itself; one that
@@ -112,11 +113,11 @@ type Client struct {
 }
 
 // Authorize sends ev and reads the verdict. An answer that is not one of
-// the three verdicts is an error wrapping chain.ErrInvalidVerdict.
-func (c *Client) Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, error) {
+// the three verdicts is an error wrapping authorizer.ErrInvalidVerdict.
+func (c *Client) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
 	resp, err := c.rpc.Authorize(ctx, &pb.AuthorizeRequest{Evidence: EncodeEvidence(ev)})
 	if err != nil {
-		return chain.Verdict{}, err
+		return authorizer.Verdict{}, err
 	}
 	return DecodeVerdict(resp)
 }
@@ -184,30 +185,30 @@ func (s *server) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.HealthRes
 
 // EncodeVerdict is v on the wire. A Kind outside the three is sent as
 // VERDICT_UNSPECIFIED, which the broker refuses.
-func EncodeVerdict(v chain.Verdict) *pb.AuthorizeResponse {
+func EncodeVerdict(v authorizer.Verdict) *pb.AuthorizeResponse {
 	switch v.Kind {
-	case chain.Allow:
+	case authorizer.Allow:
 		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_ALLOW}
-	case chain.Deny:
+	case authorizer.Deny:
 		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_DENY, Reason: v.Reason}
-	case chain.Defer:
+	case authorizer.Defer:
 		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_DEFER}
 	}
 	return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_UNSPECIFIED}
 }
 
 // DecodeVerdict reads a plugin's answer. VERDICT_UNSPECIFIED, an unknown
-// value or a nil response is an error wrapping chain.ErrInvalidVerdict.
+// value or a nil response is an error wrapping authorizer.ErrInvalidVerdict.
 // The reason is passed on raw; the chain cleans it.
-func DecodeVerdict(resp *pb.AuthorizeResponse) (chain.Verdict, error) {
+func DecodeVerdict(resp *pb.AuthorizeResponse) (authorizer.Verdict, error) {
 	switch v := resp.GetVerdict(); v {
 	case pb.Verdict_VERDICT_ALLOW:
-		return chain.Verdict{Kind: chain.Allow}, nil
+		return authorizer.Verdict{Kind: authorizer.Allow}, nil
 	case pb.Verdict_VERDICT_DENY:
-		return chain.Verdict{Kind: chain.Deny, Reason: resp.GetReason()}, nil
+		return authorizer.Verdict{Kind: authorizer.Deny, Reason: resp.GetReason()}, nil
 	case pb.Verdict_VERDICT_DEFER:
-		return chain.Verdict{Kind: chain.Defer}, nil
+		return authorizer.Verdict{Kind: authorizer.Defer}, nil
 	default:
-		return chain.Verdict{}, fmt.Errorf("%w: %d", chain.ErrInvalidVerdict, int32(v))
+		return authorizer.Verdict{}, fmt.Errorf("%w: %d", authorizer.ErrInvalidVerdict, int32(v))
 	}
 }

@@ -13,28 +13,28 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	pb "github.com/seed6639df8c/courier/plugins/gen/courier/authorizer/v1"
 )
 
-func fullEvidence() chain.Evidence {
+func fullEvidence() authorizer.Evidence {
 	b, cwd := "/repo/file", "/repo"
-	return chain.Evidence{
+	return authorizer.Evidence{
 		RequestID: "r1", Source: "tool_call", Surface: "bash", Value: "git push", Message: "may I?",
-		Forwarding: chain.Forwarding{RequesterAgentName: "Explore", RequesterSessionID: "child"},
-		Access: &chain.AccessFacts{Surface: "bash", MatchValues: []string{"git push"}, BoundaryValue: &b,
-			Floor: "<opaque-bash-wrapper>", AskingUnits: []chain.AskingUnit{{Command: "git push", Floor: "f"}}},
-		SessionApproval: []chain.Grant{{Surface: "bash", Pattern: "git push *"}},
+		Forwarding: authorizer.Forwarding{RequesterAgentName: "Explore", RequesterSessionID: "child"},
+		Access: &authorizer.AccessFacts{Surface: "bash", MatchValues: []string{"git push"}, BoundaryValue: &b,
+			Floor: "<opaque-bash-wrapper>", AskingUnits: []authorizer.AskingUnit{{Command: "git push", Floor: "f"}}},
+		SessionApproval: []authorizer.SuggestedGrant{{Surface: "bash", Pattern: "git push *"}},
 		Payload:         json.RawMessage(`{"k":1}`),
 		RequesterCwd:    &cwd,
-		Principal:       &chain.Principal{SessionID: "child", AgentName: "Explore"},
+		Principal:       &authorizer.Principal{SessionID: "child", AgentName: "Explore"},
 	}
 }
 
 func TestEvidenceRoundTrip(t *testing.T) {
-	for name, ev := range map[string]chain.Evidence{
+	for name, ev := range map[string]authorizer.Evidence{
 		"full":    fullEvidence(),
-		"minimal": {RequestID: "r2", Forwarding: chain.Forwarding{RequesterAgentName: "a", RequesterSessionID: "s"}},
+		"minimal": {RequestID: "r2", Forwarding: authorizer.Forwarding{RequesterAgentName: "a", RequesterSessionID: "s"}},
 	} {
 		wire, err := proto.Marshal(EncodeEvidence(ev))
 		if err != nil {
@@ -62,14 +62,14 @@ func TestEncodeEvidenceInvalidUTF8(t *testing.T) {
 }
 
 func TestVerdictCoding(t *testing.T) {
-	for _, v := range []chain.Verdict{{Kind: chain.Allow}, {Kind: chain.Deny, Reason: "no"}, {Kind: chain.Defer}} {
+	for _, v := range []authorizer.Verdict{{Kind: authorizer.Allow}, {Kind: authorizer.Deny, Reason: "no"}, {Kind: authorizer.Defer}} {
 		got, err := DecodeVerdict(EncodeVerdict(v))
 		if err != nil || got != v {
 			t.Errorf("%v: %v %v", v, got, err)
 		}
 	}
-	for _, resp := range []*pb.AuthorizeResponse{nil, {}, {Verdict: 42}, EncodeVerdict(chain.Verdict{Kind: 9})} {
-		if _, err := DecodeVerdict(resp); !errors.Is(err, chain.ErrInvalidVerdict) {
+	for _, resp := range []*pb.AuthorizeResponse{nil, {}, {Verdict: 42}, EncodeVerdict(authorizer.Verdict{Kind: 9})} {
+		if _, err := DecodeVerdict(resp); !errors.Is(err, authorizer.ErrInvalidVerdict) {
 			t.Errorf("%v: %v, want ErrInvalidVerdict", resp, err)
 		}
 	}
@@ -80,10 +80,10 @@ func TestVerdictCoding(t *testing.T) {
 // read.
 type testAuthz struct {
 	mu   sync.Mutex
-	seen chain.Evidence
+	seen authorizer.Evidence
 }
 
-func (a *testAuthz) Authorize(_ context.Context, ev chain.Evidence) (chain.Verdict, error) {
+func (a *testAuthz) Authorize(_ context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
 	a.mu.Lock()
 	a.seen = ev
 	a.mu.Unlock()
@@ -91,9 +91,9 @@ func (a *testAuthz) Authorize(_ context.Context, ev chain.Evidence) (chain.Verdi
 	case "panic":
 		panic("boom")
 	case "error":
-		return chain.Verdict{}, errors.New("cannot judge")
+		return authorizer.Verdict{}, errors.New("cannot judge")
 	}
-	return chain.Verdict{Kind: chain.Deny, Reason: "seen " + ev.Value}, nil
+	return authorizer.Verdict{Kind: authorizer.Deny, Reason: "seen " + ev.Value}, nil
 }
 
 func (a *testAuthz) Describe(context.Context) (Description, error) {
@@ -116,7 +116,7 @@ func TestGRPCGlue(t *testing.T) {
 	c := raw.(*Client)
 	ev := fullEvidence()
 	v, err := c.Authorize(t.Context(), ev)
-	if err != nil || v.Kind != chain.Deny || v.Reason != "seen git push" {
+	if err != nil || v.Kind != authorizer.Deny || v.Reason != "seen git push" {
 		t.Fatalf("%v %v", v, err)
 	}
 	impl.mu.Lock()

@@ -18,7 +18,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/plugins/protocol"
 )
 
@@ -107,8 +107,8 @@ func (a *Authorizer) Describe(context.Context) (protocol.Description, error) {
 }
 
 // Authorize allows when every command of a bash ask is read-only.
-func (a *Authorizer) Authorize(_ context.Context, ev chain.Evidence) (chain.Verdict, error) {
-	defer_ := chain.Verdict{Kind: chain.Defer}
+func (a *Authorizer) Authorize(_ context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
+	defer_ := authorizer.Verdict{Kind: authorizer.Defer}
 	facts := ev.Access
 	if facts == nil || facts.Surface != "bash" || facts.Floor != "" || len(facts.MatchValues) == 0 {
 		return defer_, nil
@@ -129,7 +129,7 @@ func (a *Authorizer) Authorize(_ context.Context, ev chain.Evidence) (chain.Verd
 			return defer_, nil
 		}
 	}
-	return chain.Verdict{Kind: chain.Allow}, nil
+	return authorizer.Verdict{Kind: authorizer.Allow}, nil
 }
 
 // ReadOnly reports whether command is one plain read-only command.

@@ -3,7 +3,7 @@ package readonly
 import (
 	"testing"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 )
 
 func TestReadOnly(t *testing.T) {
@@ -50,36 +50,36 @@ func TestReadOnly(t *testing.T) {
 
 func TestAuthorize(t *testing.T) {
 	a := New(Options{})
-	ask := func(display string, facts *chain.AccessFacts) chain.Kind {
-		v, err := a.Authorize(t.Context(), chain.Evidence{Surface: "bash", Value: display, Access: facts})
+	ask := func(display string, facts *authorizer.AccessFacts) authorizer.VerdictKind {
+		v, err := a.Authorize(t.Context(), authorizer.Evidence{Surface: "bash", Value: display, Access: facts})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v.Kind
 	}
-	bash := func(values ...string) *chain.AccessFacts {
-		return &chain.AccessFacts{Surface: "bash", MatchValues: values}
+	bash := func(values ...string) *authorizer.AccessFacts {
+		return &authorizer.AccessFacts{Surface: "bash", MatchValues: values}
 	}
-	if k := ask("ls -la", bash("ls -la")); k != chain.Allow {
+	if k := ask("ls -la", bash("ls -la")); k != authorizer.Allow {
 		t.Errorf("ls: %v", k)
 	}
-	if k := ask("ls && rm -rf x", bash("ls")); k != chain.Defer {
+	if k := ask("ls && rm -rf x", bash("ls")); k != authorizer.Defer {
 		t.Errorf("chained display: %v", k)
 	}
-	if k := ask("ls", nil); k != chain.Defer {
+	if k := ask("ls", nil); k != authorizer.Defer {
 		t.Errorf("no facts: %v", k)
 	}
 	facts := bash("ls")
 	facts.Floor = "<opaque-bash-wrapper>"
-	if k := ask("ls", facts); k != chain.Defer {
+	if k := ask("ls", facts); k != authorizer.Defer {
 		t.Errorf("floor: %v", k)
 	}
 	facts = bash("ls")
-	facts.AskingUnits = []chain.AskingUnit{{Command: "rm x"}}
-	if k := ask("ls", facts); k != chain.Defer {
+	facts.AskingUnits = []authorizer.AskingUnit{{Command: "rm x"}}
+	if k := ask("ls", facts); k != authorizer.Defer {
 		t.Errorf("asking unit rm: %v", k)
 	}
-	if v, _ := a.Authorize(t.Context(), chain.Evidence{Surface: "read", Value: "ls", Access: &chain.AccessFacts{Surface: "read", MatchValues: []string{"ls"}}}); v.Kind != chain.Defer {
+	if v, _ := a.Authorize(t.Context(), authorizer.Evidence{Surface: "read", Value: "ls", Access: &authorizer.AccessFacts{Surface: "read", MatchValues: []string{"ls"}}}); v.Kind != authorizer.Defer {
 		t.Errorf("non-bash: %v", v.Kind)
 	}
 }

@@ -6,8 +6,8 @@
 //	}
 //
 // where myAuthorizer implements [Authorizer]: it receives the evidence of
-// one permission ask ([chain.Evidence]) and returns allow, deny with a
-// reason, or defer ([chain.Verdict]). It may also implement
+// one permission ask ([authorizer.Evidence]) and returns allow, deny with a
+// reason, or defer ([authorizer.Verdict]). It may also implement
 // [protocol.Describer] to name itself and [protocol.HealthChecker].
 //
 // # Rules for a plugin binary
@@ -28,7 +28,10 @@
 //
 // The broker decides what a verdict may do: an allow on a path or
 // external_directory ask is capped to defer, an allow never grants for the
-// session, and a failure never allows. See package chain.
+// session, and a failure never allows. Package authorizer states the rules
+// an authorizer must obey and the limits the broker keeps; a plugin needs
+// only it and this package, neither of which links the broker (see
+// deps_test.go).
 package sdk
 
 import (
@@ -38,7 +41,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/plugins/protocol"
 )
 
@@ -66,10 +69,12 @@ func Serve(a Authorizer) {
 // Verdict constructors, so that a plugin reads as its policy.
 
 // Allow approves the ask once.
-func Allow() chain.Verdict { return chain.Verdict{Kind: chain.Allow} }
+func Allow() authorizer.Verdict { return authorizer.Verdict{Kind: authorizer.Allow} }
 
 // Deny refuses the ask; reason reaches the child agent, so make it teach.
-func Deny(reason string) chain.Verdict { return chain.Verdict{Kind: chain.Deny, Reason: reason} }
+func Deny(reason string) authorizer.Verdict {
+	return authorizer.Verdict{Kind: authorizer.Deny, Reason: reason}
+}
 
 // Defer passes the ask on to the next link, then the terminal.
-func Defer() chain.Verdict { return chain.Verdict{Kind: chain.Defer} }
+func Defer() authorizer.Verdict { return authorizer.Verdict{Kind: authorizer.Defer} }

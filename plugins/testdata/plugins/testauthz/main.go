@@ -32,13 +32,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/plugins/sdk"
 )
 
 type authz struct{}
 
-func (authz) Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, error) {
+func (authz) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
 	switch ev.Value {
 	case "allow":
 		return sdk.Allow(), nil
@@ -54,9 +54,9 @@ func (authz) Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, e
 	case "panic-handler":
 		panic("testauthz: boom in the handler")
 	case "invalid":
-		return chain.Verdict{Kind: 7}, nil
+		return authorizer.Verdict{Kind: 7}, nil
 	case "error":
-		return chain.Verdict{}, errors.New("testauthz: cannot judge")
+		return authorizer.Verdict{}, errors.New("testauthz: cannot judge")
 	case "stderr":
 		hostile(os.Stderr)
 		return sdk.Allow(), nil
@@ -85,10 +85,10 @@ func (authz) Authorize(ctx context.Context, ev chain.Evidence) (chain.Verdict, e
 	return sdk.Defer(), nil
 }
 
-func jsonDeny(v any) (chain.Verdict, error) {
+func jsonDeny(v any) (authorizer.Verdict, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return chain.Verdict{}, err
+		return authorizer.Verdict{}, err
 	}
 	return sdk.Deny(string(b)), nil
 }

@@ -1,4 +1,4 @@
-package chain
+package authorizer
 
 import (
 	"errors"
@@ -7,14 +7,17 @@ import (
 	"unicode/utf8"
 )
 
-// Kind is what a verdict says. The zero Kind is Defer, so a Verdict that
-// was never set passes the ask on rather than deciding it.
-type Kind uint8
+// VerdictKind is what a verdict says. The zero VerdictKind is Defer, so a
+// Verdict that was never set passes the ask on rather than deciding it.
+//
+// It is not provenance.Verdict, the word ("allow" or "deny") a decision's
+// decidedBy records for the link that decided.
+type VerdictKind uint8
 
 // The three answers a link can give.
 const (
 	// Defer passes the ask to the next link, then the terminal.
-	Defer Kind = iota
+	Defer VerdictKind = iota
 	// Allow approves the ask once.
 	Allow
 	// Deny refuses the ask, with a reason when the link gives one.
@@ -22,7 +25,7 @@ const (
 )
 
 // String returns "defer", "allow" or "deny", the words the review log uses.
-func (k Kind) String() string {
+func (k VerdictKind) String() string {
 	switch k {
 	case Defer:
 		return "defer"
@@ -35,50 +38,21 @@ func (k Kind) String() string {
 }
 
 // Valid reports whether k is one of the three kinds.
-func (k Kind) Valid() bool { return k <= Deny }
+func (k VerdictKind) Valid() bool { return k <= Deny }
 
 // Verdict is one link's answer to one ask.
 type Verdict struct {
-	Kind Kind
+	Kind VerdictKind
 	// Reason explains a Deny to the child agent; it is ignored otherwise.
 	// Write it to teach: what was refused and what to do instead.
 	Reason string
 }
 
-// Sentinel errors a Link wraps so the chain can say in a few words, to
-// the child and in the review log, why a link could not judge an ask.
-// Any other error is reported as "failed".
-var (
-	// ErrDisabled: the link was not loaded (missing binary, checksum
-	// mismatch); every ask gets its failure verdict.
-	ErrDisabled = errors.New("link disabled")
-	// ErrTimeout: the link did not answer within its deadline.
-	ErrTimeout = errors.New("link timed out")
-	// ErrUnavailable: the link's process crashed, could not start, or is
-	// waiting out a restart backoff.
-	ErrUnavailable = errors.New("link unavailable")
-	// ErrInvalidVerdict: the link answered something that is not a verdict.
-	ErrInvalidVerdict = errors.New("link answered an invalid verdict")
-	// ErrClosed: the link was used after Close.
-	ErrClosed = errors.New("link closed")
-)
-
-// failureCause names err's class for messages.
-func failureCause(err error) string {
-	switch {
-	case errors.Is(err, ErrDisabled):
-		return "is disabled"
-	case errors.Is(err, ErrTimeout):
-		return "timed out"
-	case errors.Is(err, ErrUnavailable):
-		return "is unavailable"
-	case errors.Is(err, ErrInvalidVerdict):
-		return "gave an invalid answer"
-	case errors.Is(err, ErrClosed):
-		return "is shut down"
-	}
-	return "failed"
-}
+// ErrInvalidVerdict is wrapped by an error reporting an answer that is not
+// a verdict: a Kind that is not Valid, or a wire verdict the protocol does
+// not know. The broker treats it as a failure of the link, never as an
+// allow.
+var ErrInvalidVerdict = errors.New("link answered an invalid verdict")
 
 // MaxReasonRunes bounds a link's deny reason. The reason travels to the
 // child in the response file and is printed there; a link is third-party
@@ -88,6 +62,7 @@ const MaxReasonRunes = 1000
 // CleanReason is the reason a deny carries: trimmed, control and format
 // characters (terminal escapes, bidirectional overrides) replaced by
 // spaces, invalid UTF-8 replaced, and cut to MaxReasonRunes. An empty result means no reason.
+// The broker applies it to every deny; an authorizer need not.
 func CleanReason(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {

@@ -1,4 +1,4 @@
-package chain
+package authorizer
 
 import (
 	"encoding/json"
@@ -7,9 +7,10 @@ import (
 	"github.com/seed6639df8c/courier/wire"
 )
 
-// Evidence is what one link may know about one ask: the projection of a
-// wire.Request that [Project] builds. Links must treat it as read-only;
-// slices may be shared with other links' evidence.
+// Evidence is what one authorizer may know about one ask: the projection
+// of a [wire.Request] that [Project] builds. An authorizer must treat it as
+// read-only; in the broker's process its slices may be shared with other
+// links' evidence.
 type Evidence struct {
 	// RequestID names the ask in the review log.
 	RequestID string
@@ -29,15 +30,15 @@ type Evidence struct {
 	Access *AccessFacts
 	// SessionApproval is the child's suggested session grants, nil when
 	// it suggested none. An allow never records them.
-	SessionApproval []Grant
+	SessionApproval []SuggestedGrant
 	// Payload is the child's prompt payload, a JSON object, nil when
 	// absent.
 	Payload json.RawMessage
 	// RequesterCwd is the child's working directory, nil unless the
-	// operator disclosed it to this link (and the child sent one).
+	// operator disclosed it to this authorizer (and the child sent one).
 	RequesterCwd *string
 	// Principal is the child session and agent the ask is scoped to, nil
-	// unless the operator disclosed it to this link.
+	// unless the operator disclosed it to this authorizer.
 	Principal *Principal
 }
 
@@ -48,7 +49,7 @@ type Forwarding struct {
 	RequesterSessionID string
 }
 
-// AccessFacts are the child-fixed facts of an ask: wire.AccessIntent
+// AccessFacts are the child-fixed facts of an ask: [wire.AccessIntent]
 // without the requester's identity.
 type AccessFacts struct {
 	// Surface is the gate surface: bash, path, path_read, a tool name...
@@ -65,31 +66,37 @@ type AccessFacts struct {
 	AskingUnits []AskingUnit
 }
 
-// AskingUnit is one bash chain unit that asked.
+// AskingUnit is one bash chain unit that asked: [wire.AskingUnit] as an
+// authorizer sees it (rules.AskingUnit is the same unit in the query the
+// recorded rules answer).
 type AskingUnit struct {
 	Command string
 	// Floor is empty when absent.
 	Floor string
 }
 
-// Grant is one suggested session grant: Pattern on Surface.
-type Grant struct {
+// SuggestedGrant is one session grant the child suggested with its ask:
+// Pattern on Surface, [wire.Grant] as an authorizer sees it. It is only a
+// suggestion: an authorizer's allow approves the ask once and records no
+// grant (the grants the broker records are rules.Grant).
+type SuggestedGrant struct {
 	Surface string
 	Pattern string
 }
 
-// Principal is who asked: the child session and its agent.
+// Principal is who asked: the child session and its agent, [wire.Principal]
+// as an authorizer sees it when the operator disclosed it.
 type Principal struct {
 	SessionID string
 	AgentName string
 }
 
 // Disclosure is what the operator discloses to one link beyond the
-// child-fixed facts (config "disclose"). The zero Disclosure discloses
-// nothing.
+// child-fixed facts (the link's "disclose" in the authorizerChain config).
+// The zero Disclosure discloses nothing.
 type Disclosure struct {
 	// Cwd discloses accessIntent.requesterCwd: a judge needs it to know
-	// what a relative path in a command means (seed 003).
+	// what a relative path in a command means.
 	Cwd bool
 	// Principal discloses accessIntent.principal.
 	Principal bool
@@ -102,8 +109,8 @@ type Disclosure struct {
 // can alter another's evidence or the request.
 //
 // Every field of wire.Request and the types under it is classified in
-// this package's tests as projected or withheld; adding a field there
-// fails the tests until it is classified here.
+// evidence_test.go as projected, disclosed or withheld; adding a field
+// there fails the tests until it is classified.
 func Project(req wire.Request, d Disclosure) Evidence {
 	ev := Evidence{
 		RequestID: req.ID,
@@ -118,9 +125,9 @@ func Project(req wire.Request, d Disclosure) Evidence {
 		Payload: slices.Clone(req.Payload),
 	}
 	if sa := req.SessionApproval; sa != nil && len(sa.Grants) > 0 {
-		ev.SessionApproval = make([]Grant, len(sa.Grants))
+		ev.SessionApproval = make([]SuggestedGrant, len(sa.Grants))
 		for i, g := range sa.Grants {
-			ev.SessionApproval[i] = Grant{Surface: g.Surface, Pattern: g.Pattern}
+			ev.SessionApproval[i] = SuggestedGrant{Surface: g.Surface, Pattern: g.Pattern}
 		}
 	}
 	if ai := req.AccessIntent; ai != nil {

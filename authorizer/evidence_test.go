@@ -1,4 +1,4 @@
-package chain
+package authorizer
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 
 // Every field of the wire request, and of the types under it, is either
 // projected into Evidence or deliberately withheld. A field added to
-// mailbox fails TestProjectionClassifiesEveryField until it is added here:
-// someone must decide whether links may see it.
+// package wire fails TestProjectionClassifiesEveryField until it is added
+// here: someone must decide whether links may see it.
 var (
 	projected = map[string]bool{
 		"Request.ID":                 true,
@@ -53,7 +53,7 @@ var (
 )
 
 // wireFields lists Type.Field for every field of t and the struct types
-// reachable from it, by their mailbox type names.
+// reachable from it, by their wire type names.
 func wireFields(t reflect.Type, seen map[reflect.Type]bool, out *[]string) {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		t = t.Elem()
