@@ -135,8 +135,9 @@ func TestForwardTimesOut(t *testing.T) {
 
 // A symlink planted as the answer before the parent answers is neither
 // followed nor taken as the answer: the child waits, and takes the
-// parent's answer written over it. (Before issue 7 the plant ended the
-// ask as unreadable, so a planted file could cancel any ask.)
+// parent's answer written over it. (Before the binding,
+// docs/decisions/0006-response-binding.md, the plant ended the ask as
+// unreadable, so a planted file could cancel any ask.)
 func TestForwardRefusesAPlantAndWaitsForTheAnswer(t *testing.T) {
 	c, req := newClient(t)
 	if err := c.Layout.EnsureInbox("parent"); err != nil {
@@ -227,10 +228,10 @@ func response(approved bool) wire.Response {
 	return wire.Response{Approved: false, State: wire.StateDenied, ResponderSessionID: "parent", RespondedAt: 1}
 }
 
-// Issue 7 point 5: an approval copied from another request, or an unbound
-// one where the parent binds, planted before the parent answers, is
-// refused; the parent's own (deny) answer, written over it, is the one
-// the child takes.
+// An approval copied from another request, or an unbound one where the
+// parent binds, planted before the parent answers, is refused; the
+// parent's own (deny) answer, written over it, is the one the child takes
+// (docs/decisions/0006-response-binding.md).
 func TestForwardRefusesForgedAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -299,7 +300,7 @@ func TestForwardRefusesAnAnswerToReplacedRequestBytes(t *testing.T) {
 
 // The child removes its request before the answer: a broker restarted in
 // between must never find the request without its answer (it would answer
-// a second time). Regression test for issue 7 point 1.
+// a second time; docs/decisions/0006-response-binding.md).
 func TestForwardRemovesTheRequestBeforeTheAnswer(t *testing.T) {
 	c, req := newClient(t)
 	reqDir, _ := c.Layout.RequestsDir("parent")

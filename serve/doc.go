@@ -5,11 +5,12 @@
 //
 // A request file is read safely and decoded (untrusted input: a bad file
 // is logged and removed, it never stops the loop), checked against this
-// session, then resolved in SPEC order: recorded authority (rules and
+// session, then resolved in this order: recorded authority (rules and
 // session grants, only with an accessIntent), the authorizer chain, the
 // terminal. The decision's grant scope is applied (a whole-session grant
 // is recorded and journaled, then written as plain approved), the
-// response is written atomically (a rename), and only then is the request removed.
+// response is written atomically (a rename), and only then is the
+// request removed.
 //
 // # Concurrency
 //
@@ -27,6 +28,9 @@
 // second answer is ignored), and a decision whose response could not be
 // written is kept and rewritten on the next attempt rather than resolved
 // again.
+//
+// docs/decisions/0005-serve-loop.md and 0008-held-asks.md say why the
+// loop is shaped so.
 //
 // # Bound answers
 //

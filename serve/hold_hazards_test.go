@@ -1,8 +1,9 @@
 package serve
 
-// Second-review tests for the held-ask change (bb7a0b3) and the later
-// serve/broker.go commits. They prove or disprove suspected defects; see
-// the comment on each.
+// Second-review tests for held asks (docs/decisions/0008-held-asks.md,
+// whose consequences name them) and the escalation around them
+// (escalate.go). They prove or disprove suspected defects; see the
+// comment on each.
 
 import (
 	"context"

@@ -20,11 +20,11 @@ import (
 )
 
 // TestPi20RequestsFromTheReference feeds every request file a real pi
-// 20.7.3 child wrote (testdata/pi20, copied from the reference capture)
-// to a broker serving their target session: each has no accessIntent, so
-// it floors to the terminal, which sees the child's message and its
-// old-shape grant suggestion; the response written back parses by the
-// field rules of a 20.7.3 child.
+// 20.7.3 child wrote (testdata/pi20, kept byte for byte) to a broker
+// serving their target session: each has no accessIntent, so it floors to
+// the terminal, which sees the child's message and its old-shape grant
+// suggestion; the response written back parses by the field rules of a
+// 20.7.3 child.
 func TestPi20RequestsFromTheReference(t *testing.T) {
 	files, err := filepath.Glob("testdata/pi20/request.*.json")
 	if err != nil || len(files) != 3 {

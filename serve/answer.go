@@ -1,0 +1,133 @@
+package serve
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// unwrittenAnswer is a decision whose response could not be written, with
+// the digest of the request bytes it was made on: the retry binds it to
+// what was decided, not to whatever the file holds by then.
+type unwrittenAnswer struct {
+	d      decision.Decision
+	digest string
+}
+
+// answeredAt is one entry of Broker.answeredOrder.
+type answeredAt struct {
+	id string
+	at time.Time
+}
+
+// finish applies the grant scope, writes the response atomically, bound to
+// the request bytes (digest) it decides, and only then removes the request.
+// ruled, when not empty, is the review event of the recorded authority
+// that decided (auto_approved, auto_denied); it is logged once the
+// response is written (or could not be), before finish's own entry.
+//
+// It returns answered, or retry when the response could not be written
+// (the decision is kept and written on the next delivery, not made again)
+// or the request could not be removed.
+func (b *Broker) finish(req wire.Request, path string, d decision.Decision, digest, ruled string) outcome {
+	defer b.settle(req.ID)
+	if d.State == decision.StateApprovedForServingSession {
+		b.recordWholeSession(req, path, d)
+	}
+	resp := d.Response(b.Session, b.now().UnixMilli()).Bind(req.ID, digest)
+	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
+	data, err := wire.EncodeResponse(resp)
+	if err == nil {
+		err = b.Layout.WriteResponse(b.Session, req.ID, data)
+	}
+	if err != nil {
+		// Keep the request; the next attempt rewrites this decision
+		// instead of asking again.
+		b.mu.Lock()
+		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
+		b.mu.Unlock()
+		b.logRuled(ruled, req, path, d)
+		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to write forwarded permission response", "responsePath": respPath, "error": err.Error()})
+		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
+		return retry
+	}
+	b.mu.Lock()
+	delete(b.unwritten, req.ID)
+	at := b.now()
+	b.answered[req.ID] = at
+	b.answeredOrder = append(b.answeredOrder, answeredAt{req.ID, at})
+	b.mu.Unlock()
+	removed := b.remove(path)
+	b.logRuled(ruled, req, path, d)
+	event := reviewlog.ForwardedDenied
+	if d.Approved() {
+		event = reviewlog.ForwardedApproved
+	}
+	b.log(event, map[string]any{
+		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
+		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID,
+		"responsePath": respPath, "approved": d.Approved(), "resolution": string(d.State),
+		"denialReason": nullable(d.DenialReason), "decidedBy": d.DecidedBy,
+	})
+	return afterRemoval(removed, answered)
+}
+
+// logRuled writes the recorded authority's review entry, if any.
+func (b *Broker) logRuled(event string, req wire.Request, path string, d decision.Decision) {
+	if event == "" {
+		return
+	}
+	details := b.baseDetails(req, path)
+	details["decidedBy"] = d.DecidedBy
+	b.log(event, details)
+}
+
+// recordWholeSession records the grants the operator chose (d.Grants), or
+// else the request's suggestion, into the broker's session rules and
+// journals them, so that a restart for the same session id keeps them
+// (docs/decisions/0005-serve-loop.md).
+func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.Decision) {
+	chosen := d.Grants
+	if chosen == nil && req.SessionApproval != nil {
+		chosen = req.SessionApproval.Grants
+	}
+	if len(chosen) == 0 {
+		return
+	}
+	width := rules.WidthProven
+	if d.SessionGrantWidth == wire.GrantFamily {
+		width = rules.WidthFamily
+	}
+	gs := make([]rules.Grant, len(chosen))
+	for i, g := range chosen {
+		gs[i] = rules.Grant{Surface: g.Surface, Pattern: g.Pattern}
+	}
+	defer b.Journal.Recording()() // a reload waits until the grant is journaled
+	sessions := b.Policy.Sessions()
+	recorded, err := sessions.Record(width, gs...)
+	if err != nil {
+		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to record session grants", "error": err.Error()})
+		b.report(err)
+		return
+	}
+	if b.Journal != nil {
+		if err := b.Journal.Save(sessions); err != nil {
+			b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to journal session grants", "error": err.Error()})
+			b.report(err)
+		}
+	}
+	details := b.baseDetails(req, path)
+	details["grants"] = recorded
+	b.log(reviewlog.ForwardedSessionRecorded, details)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,249 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// outcome is what became of a request file the watcher delivered. The
+// watcher hears of it in one place, release.
+type outcome uint8
+
+const (
+	// answered: the response is written, then the request file removed.
+	answered outcome = iota + 1
+	// dropped: there is nothing (more) to answer. The file is gone, or
+	// was rejected or orphaned and removed, or had been answered before
+	// and is removed now, or the handler of the request in flight owns it.
+	dropped
+	// retry: look at the file again on the next event or rescan. It could
+	// not be read, may still be being written, its answer could not be
+	// written (the decision is kept, not made again: finish), or it is
+	// answered but could not be removed (a read-only or failing mailbox),
+	// so that it is not left in the inbox for the broker's life.
+	retry
+	// escalated: the ask left for the chain and the terminal; conclude
+	// releases the file once it is answered.
+	escalated
+)
+
+// release tells the watcher what became of the request file name: done
+// with it (answered, dropped), or to deliver it again (retry). An
+// escalated request is released later, by conclude.
+func (b *Broker) release(name string, o outcome) {
+	switch o {
+	case answered, dropped:
+		b.watcher.Done(name)
+	case retry:
+		b.watcher.Forget(name)
+	}
+}
+
+// afterRemoval is o for a request file that was removed, and retry for
+// one that could not be.
+func afterRemoval(removed bool, o outcome) outcome {
+	if !removed {
+		return retry
+	}
+	return o
+}
+
+// handle takes one request file from read to answer, or hands it to an
+// escalation goroutine, and says what became of the file. It never
+// panics: a failure to decide is a gate_error denial.
+func (b *Broker) handle(ctx context.Context, name string) outcome {
+	path := b.requestPath(name)
+	id, err := mailbox.RequestIDFromName(name)
+	if err != nil {
+		return b.reject(path, "its name is not <id>.json", err)
+	}
+	b.mu.Lock()
+	u, unwritten := b.unwritten[id]
+	_, answeredBefore := b.answered[id]
+	_, busy := b.inflight[id]
+	b.mu.Unlock()
+	if busy {
+		// Delivered again while still in flight (rewritten in place):
+		// the running handler owns it.
+		return dropped
+	}
+
+	data, err := mailbox.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return dropped
+	case isUnsafe(err):
+		return b.reject(path, "not a plain file this broker may read", err)
+	case err != nil:
+		// EACCES, EMFILE...: keep the request and try again on a rescan.
+		b.log(reviewlog.ForwardingError, map[string]any{"message": "Failed to read forwarded permission request", "requestPath": path, "error": err.Error()})
+		b.report(err)
+		return retry
+	}
+	req, fieldErrs, err := wire.DecodeRequest(data)
+	if err != nil {
+		if b.stillBeingWritten(path) {
+			// A writer that does not rename into place (not pi, not
+			// courier) may still be writing: look again on the next
+			// event or rescan rather than throw its request away.
+			return retry
+		}
+		return b.reject(path, "malformed", err)
+	}
+	if req.ID != id {
+		return b.reject(path, fmt.Sprintf("its id %q does not match its file name", req.ID), nil)
+	}
+	if target, err := mailbox.NormalizeSessionID(req.TargetSessionID); err != nil || target != b.Session {
+		return b.reject(path, fmt.Sprintf("it targets session %q, not this session %q", req.TargetSessionID, b.Session), nil)
+	}
+	for _, d := range fieldErrs {
+		b.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": "dropped a malformed optional field", "error": d.Error()})
+	}
+	if unwritten {
+		return b.finish(req, path, u.d, u.digest, "")
+	}
+	digest := wire.RequestDigest(data)
+	if answeredBefore || b.answeredOnDisk(req, path, digest) {
+		// Answered before (this run, or by a broker that died before it
+		// removed the request): never answer twice.
+		return afterRemoval(b.remove(path), dropped)
+	}
+	if why := b.orphaned(req); why != "" {
+		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": why})
+		b.remove(path)
+		return dropped
+	}
+
+	reqCtx := b.register(ctx, req, name)
+	if context.Cause(ctx) == nil {
+		if d, event, decided := b.recordedAuthority(req); decided {
+			// The response first: the review entry that says the rules
+			// decided is written after it, off the child's wait.
+			return b.finish(req, path, d, digest, event)
+		}
+	}
+	b.escalated.Add(1)
+	go b.escalate(&escalation{ctx: reqCtx, ask: Ask{Request: req}, name: name, digest: digest})
+	return escalated
+}
+
+// reject logs a request file that cannot be served and removes it.
+func (b *Broker) reject(path, why string, err error) outcome {
+	details := map[string]any{"message": "Ignoring invalid forwarded permission request: " + why, "requestPath": path}
+	if err != nil {
+		details["error"] = err.Error()
+	}
+	b.log(reviewlog.ForwardingWarning, details)
+	if err != nil {
+		b.report(fmt.Errorf("ignoring %s: %s: %w", path, why, err))
+	} else {
+		b.report(fmt.Errorf("ignoring %s: %s", path, why))
+	}
+	b.remove(path)
+	return dropped
+}
+
+// writeGrace is how long a malformed request file is given to be
+// completed by a writer that writes in place.
+const writeGrace = 2 * time.Second
+
+func (b *Broker) stillBeingWritten(path string) bool {
+	info, err := os.Lstat(path)
+	return err == nil && b.now().Sub(info.ModTime()) < writeGrace
+}
+
+func isUnsafe(err error) bool {
+	var unsafe *mailbox.UnsafeFileError
+	return errors.As(err, &unsafe)
+}
+
+// answeredOnDisk reports whether responses/ already holds this broker's
+// answer to exactly these request bytes: a broker that died between
+// writing the response and removing the request. Anything else found
+// there (an unbound, foreign or unreadable file: planted, or copied from
+// another request) is not an answer; it is logged and written over, so
+// it can neither stop nor replace the real answer
+// (docs/decisions/0006-response-binding.md).
+func (b *Broker) answeredOnDisk(req wire.Request, path, digest string) bool {
+	respPath, err := b.Layout.ResponsePath(b.Session, req.ID)
+	if err != nil {
+		return false
+	}
+	data, err := mailbox.ReadFile(respPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	var why error
+	if err == nil {
+		var resp wire.Response
+		if resp, _, err = wire.DecodeResponse(data); err == nil {
+			if why = wire.CheckBinding(resp, req.ID, digest, true); why == nil {
+				return true
+			}
+		}
+	}
+	if why == nil {
+		why = err
+	}
+	details := b.baseDetails(req, path)
+	details["message"] = "a response that does not answer this request was already there; answering over it"
+	details["responsePath"] = respPath
+	details["error"] = why.Error()
+	b.log(reviewlog.ForwardingWarning, details)
+	b.report(fmt.Errorf("request %s: answering over %s, which does not answer it: %w", req.ID, respPath, why))
+	return false
+}
+
+// orphaned says why nobody can be waiting for req any more, or "".
+func (b *Broker) orphaned(req wire.Request) string {
+	if req.RequesterPID > 0 && !mailbox.ProcessAlive(req.RequesterPID) {
+		return "requester process " + strconv.Itoa(req.RequesterPID) + " exited"
+	}
+	if age := b.now().Sub(time.UnixMilli(req.CreatedAt)); age > b.forwardingTimeout() {
+		return fmt.Sprintf("created %s ago, past the forwarding timeout", age.Round(time.Second))
+	}
+	return ""
+}
+
+// recordedAuthority is the first step of resolution (see the package
+// doc): the rules and session grants, only for a request that carries the
+// child-fixed facts. With a decision it returns the review event that
+// records it (auto_approved or auto_denied), for finish to write.
+func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, string, bool) {
+	var (
+		rd rules.Decision
+		by func() provenance.Source
+	)
+	switch {
+	case req.AccessIntent != nil:
+		rd = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
+		by = rd.DecidedBy
+	case b.LegacyBashDisplayMatch && req.Surface == "bash" && req.Value != "":
+		// The display value is what a 20.x child shows, not facts it
+		// fixed: say so in the provenance.
+		rd = b.Policy.Resolve(rules.Query{Surface: "bash", MatchValues: []string{req.Value}})
+		by = func() provenance.Source {
+			return provenance.Rule{Surface: "bash", Pattern: rd.Pattern, Origin: provenance.Str(DisplayValueOrigin + "/" + string(rd.Origin))}
+		}
+	default:
+		return decision.Decision{}, "", false
+	}
+	switch rd.Action {
+	case rules.Allow:
+		return decision.Allow(by()), reviewlog.ForwardedAutoApproved, true
+	case rules.Deny:
+		return decision.Deny(rd.Reason, by()), reviewlog.ForwardedAutoDenied, true
+	}
+	return decision.Decision{}, "", false
+}

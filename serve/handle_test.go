@@ -1,0 +1,132 @@
+package serve
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+func TestBadFilesAreRemovedAndServingGoesOn(t *testing.T) {
+	f := newFixture(t, Headless{})
+	req := ask(t, "git status")
+	good, _ := wire.EncodeRequest(req)
+	other := req
+	other.ID = "perm-other-target"
+	other.TargetSessionID = "someone-else"
+	otherData, _ := wire.EncodeRequest(other)
+	bad := []string{
+		writeRequest(t, f.layout, "perm-garbage.json", []byte(`{"id":`)),
+		writeRequest(t, f.layout, "perm-mismatch.json", good), // the id inside is not perm-mismatch
+		writeRequest(t, f.layout, "perm-other-target.json", otherData),
+	}
+	dir, _ := f.layout.RequestsDir("parent")
+	link := filepath.Join(dir, "perm-link.json")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	bad = append(bad, link)
+	for _, p := range bad {
+		waitGone(t, p)
+	}
+	if d := f.client().Forward(t.Context(), ask(t, "git status")); !d.Approved() {
+		t.Errorf("a good request after bad ones: %+v", d)
+	}
+	for _, p := range bad {
+		resp := filepath.Join(filepath.Dir(filepath.Dir(p)), "responses", filepath.Base(p))
+		if _, err := os.Lstat(resp); err == nil {
+			t.Errorf("%s was answered", p)
+		}
+	}
+}
+
+func TestExistingResponseIsNotAnsweredAgain(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	req := ask(t, "git status")
+	if err := layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	// A broker answered and died before removing the request: its answer
+	// is bound to these very request bytes.
+	reqData, _ := wire.EncodeRequest(req)
+	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1).Bind(req.ID, wire.RequestDigest(reqData))
+	data, _ := wire.EncodeResponse(earlier)
+	if err := layout.WriteResponse("parent", req.ID, data); err != nil {
+		t.Fatal(err)
+	}
+	path := writeRequest(t, layout, req.ID+".json", reqData)
+	newFixtureAt(t, layout, Headless{})
+	waitGone(t, path)
+	respPath, _ := layout.ResponsePath("parent", req.ID)
+	got, err := os.ReadFile(respPath)
+	if err != nil || string(got) != string(data) {
+		t.Errorf("the earlier response was replaced: %s (%v)", got, err)
+	}
+}
+
+func TestDeadRequesterIsNeverPrompted(t *testing.T) {
+	term := newHeldTerminal()
+	f := newFixture(t, term)
+	req := ask(t, "make deploy")
+	req.RequesterPID = deadPID(t)
+	data, _ := wire.EncodeRequest(req)
+	path := writeRequest(t, f.layout, req.ID+".json", data)
+	waitGone(t, path)
+	if n := term.count.Load(); n != 0 {
+		t.Errorf("the terminal was asked %d times for a dead child", n)
+	}
+}
+
+// A response planted (unbound, or copied from another request) before the
+// broker answers neither stops the broker's answer nor survives it: the
+// broker writes its own, bound answer over it. Before the binding
+// (docs/decisions/0006-response-binding.md), any file at
+// responses/<id>.json counted as "answered already" and the plant was the
+// only answer the child saw.
+func TestPlantedResponseIsAnsweredOver(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	if err := layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	approve := decision.Allow(provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1)
+	other := ask(t, "git status")
+	otherData, _ := wire.EncodeRequest(other)
+	plants := map[string]wire.Response{
+		"unbound": approve,
+		"copied":  approve.Bind(other.ID, wire.RequestDigest(otherData)),
+	}
+	var paths []string
+	var reqs []wire.Request
+	var digests []string
+	for name, plant := range plants {
+		req := ask(t, "npm install "+name) // denied by a rule
+		reqData, _ := wire.EncodeRequest(req)
+		data, _ := wire.EncodeResponse(plant)
+		if err := layout.WriteResponse("parent", req.ID, data); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, writeRequest(t, layout, req.ID+".json", reqData))
+		reqs = append(reqs, req)
+		digests = append(digests, wire.RequestDigest(reqData))
+	}
+	newFixtureAt(t, layout, Headless{})
+	for i, path := range paths {
+		waitGone(t, path)
+		respPath, _ := layout.ResponsePath("parent", reqs[i].ID)
+		data, err := mailbox.ReadFile(respPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _, err := wire.DecodeResponse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Approved || wire.CheckBinding(resp, reqs[i].ID, digests[i], true) != nil {
+			t.Errorf("%s: the planted answer survived: %s", reqs[i].Value, data)
+		}
+	}
+}
