@@ -31,7 +31,7 @@
 // but they are this package's own types: [AskingUnit] and [Principal] are
 // wire.AskingUnit and wire.Principal as an authorizer sees them, and a
 // [SuggestedGrant] is a suggestion, never a grant the broker records
-// (those are rules.Grant).
+// (those are rules.SessionGrant).
 //
 // # What an authorizer can decide
 //

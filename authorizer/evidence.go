@@ -76,9 +76,9 @@ type AskingUnit struct {
 }
 
 // SuggestedGrant is one session grant the child suggested with its ask:
-// Pattern on Surface, [wire.Grant] as an authorizer sees it. It is only a
+// Pattern on Surface, [wire.SuggestedGrant] as an authorizer sees it. It is only a
 // suggestion: an authorizer's allow approves the ask once and records no
-// grant (the grants the broker records are rules.Grant).
+// grant (the grants the broker records are rules.SessionGrant).
 type SuggestedGrant struct {
 	Surface string
 	Pattern string

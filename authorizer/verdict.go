@@ -10,7 +10,7 @@ import (
 // VerdictKind is what a verdict says. The zero VerdictKind is Defer, so a
 // Verdict that was never set passes the ask on rather than deciding it.
 //
-// It is not provenance.Verdict, the word ("allow" or "deny") a decision's
+// It is not provenance.AuthorizerVerdict, the word ("allow" or "deny") a decision's
 // decidedBy records for the link that decided.
 type VerdictKind uint8
 

@@ -42,7 +42,7 @@ type Decision struct {
 	// the broker records instead of the request's suggestion; nil means the
 	// request's suggestion. They never reach the wire: the child of a
 	// whole-session answer sees plain approved and records nothing.
-	Grants []wire.Grant
+	Grants []wire.SuggestedGrant
 }
 
 // Approved reports whether the ask may go ahead.

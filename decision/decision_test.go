@@ -42,7 +42,7 @@ func TestWholeSessionGrantGoesOnTheWireAsApproved(t *testing.T) {
 	by := provenance.User{Via: provenance.ViaTerminal}
 	// The operator's edited grants stay at the broker: the wire answer is
 	// the same with them as without.
-	for _, grants := range [][]wire.Grant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
+	for _, grants := range [][]wire.SuggestedGrant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
 		d := Decision{State: StateApprovedForServingSession, DecidedBy: by, SessionGrantWidth: wire.GrantFamily, Grants: grants}
 		r := d.Response("parent", 42)
 		want := wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: "parent", RespondedAt: 42, DecidedBy: by}

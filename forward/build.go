@@ -38,7 +38,7 @@ type Ask struct {
 	Floor string
 	// Grants are the session grants to suggest; empty means the default
 	// suggestion for the surface (see SuggestGrant).
-	Grants []wire.Grant
+	Grants []wire.SuggestedGrant
 }
 
 // NewRequestID mints pi's request id shape, perm-<uuid v4>, from
@@ -86,7 +86,7 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (wire.Request, er
 		if units != nil {
 			grants = SuggestBashGrants(units)
 		} else {
-			grants = []wire.Grant{SuggestGrant(a.Surface, matchValues[0])}
+			grants = []wire.SuggestedGrant{SuggestGrant(a.Surface, matchValues[0])}
 		}
 	}
 	var approval *wire.SessionApproval
@@ -216,17 +216,17 @@ func setUnits(ai *wire.AccessIntent, units []bashunits.Unit) {
 // what no pattern can see, so it gets none), each built from that unit
 // alone (see SuggestGrant), without repeats. It is empty when no unit
 // yields a grant.
-func SuggestBashGrants(units []bashunits.Unit) []wire.Grant {
-	var out []wire.Grant
+func SuggestBashGrants(units []bashunits.Unit) []wire.SuggestedGrant {
+	var out []wire.SuggestedGrant
 	for _, u := range units {
 		if u.Floor != "" {
 			continue
 		}
 		p := suggestBash(u.Command)
-		if p == "" || slices.ContainsFunc(out, func(g wire.Grant) bool { return g.Pattern == p }) {
+		if p == "" || slices.ContainsFunc(out, func(g wire.SuggestedGrant) bool { return g.Pattern == p }) {
 			continue
 		}
-		out = append(out, wire.Grant{Surface: "bash", Pattern: p})
+		out = append(out, wire.SuggestedGrant{Surface: "bash", Pattern: p})
 	}
 	return out
 }
@@ -254,18 +254,18 @@ var scriptRunners = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bu
 // --short` → `git status *`, `npm run dev` → `npm run dev*`, unknown
 // commands → `cmd *`; see suggestBash); on path surfaces the directory
 // glob (`src/*`); elsewhere the value itself.
-func SuggestGrant(surface, value string) wire.Grant {
+func SuggestGrant(surface, value string) wire.SuggestedGrant {
 	switch {
 	case surface == "bash":
-		return wire.Grant{Surface: surface, Pattern: suggestBash(value)}
+		return wire.SuggestedGrant{Surface: surface, Pattern: suggestBash(value)}
 	case isPathSurface(surface):
 		dir := filepath.Dir(value)
 		if dir == string(filepath.Separator) {
-			return wire.Grant{Surface: surface, Pattern: "/*"}
+			return wire.SuggestedGrant{Surface: surface, Pattern: "/*"}
 		}
-		return wire.Grant{Surface: surface, Pattern: dir + "/*"}
+		return wire.SuggestedGrant{Surface: surface, Pattern: dir + "/*"}
 	}
-	return wire.Grant{Surface: surface, Pattern: value}
+	return wire.SuggestedGrant{Surface: surface, Pattern: value}
 }
 
 // suggestBash builds the pattern for one unit, from its leading plain

@@ -36,7 +36,7 @@ func TestSuggestGrant(t *testing.T) {
 		{"mcp", "exa:search", "exa:search"},
 	}
 	for _, tt := range tests {
-		if got := SuggestGrant(tt.surface, tt.value); got != (wire.Grant{Surface: tt.surface, Pattern: tt.want}) {
+		if got := SuggestGrant(tt.surface, tt.value); got != (wire.SuggestedGrant{Surface: tt.surface, Pattern: tt.want}) {
 			t.Errorf("SuggestGrant(%q, %q) = %q, want %q", tt.surface, tt.value, got.Pattern, tt.want)
 		}
 	}
@@ -82,7 +82,7 @@ func TestRequestBash(t *testing.T) {
 	if back.Message == "" || back.Surface != "bash" || back.Value != "git status --short" || back.RequesterPID != os.Getpid() {
 		t.Errorf("display fields = %+v", back)
 	}
-	if back.SessionApproval == nil || back.SessionApproval.Grants[0] != (wire.Grant{Surface: "bash", Pattern: "git status *"}) {
+	if back.SessionApproval == nil || back.SessionApproval.Grants[0] != (wire.SuggestedGrant{Surface: "bash", Pattern: "git status *"}) {
 		t.Errorf("suggested grant = %+v", back.SessionApproval)
 	}
 }

@@ -68,9 +68,9 @@ func (g *LocalGrants) Record(req wire.Request, d decision.Decision) error {
 	if d.SessionGrantWidth == wire.GrantFamily {
 		width = rules.WidthFamily
 	}
-	gs := make([]rules.Grant, len(req.SessionApproval.Grants))
+	gs := make([]rules.SessionGrant, len(req.SessionApproval.Grants))
 	for i, gr := range req.SessionApproval.Grants {
-		gs[i] = rules.Grant{Surface: gr.Surface, Pattern: gr.Pattern}
+		gs[i] = rules.SessionGrant{Surface: gr.Surface, Pattern: gr.Pattern}
 	}
 	if _, err := g.policy.Sessions().Record(width, gs...); err != nil {
 		return fmt.Errorf("recording this session's grants: %w", err)

@@ -57,7 +57,7 @@ func TestLocalGrants(t *testing.T) {
 func TestLocalGrantsNeverApproveTheMailbox(t *testing.T) {
 	layout := mailbox.Layout{Root: t.TempDir()}
 	g, _ := OpenLocalGrants(layout, "child", "")
-	broad, _ := Ask{Session: "child", Agent: "a", Surface: "path_write", Value: "/x", Grants: []wire.Grant{{Surface: "path_write", Pattern: "*"}}}.Request("perm-1", "p", 1)
+	broad, _ := Ask{Session: "child", Agent: "a", Surface: "path_write", Value: "/x", Grants: []wire.SuggestedGrant{{Surface: "path_write", Pattern: "*"}}}.Request("perm-1", "p", 1)
 	if err := g.Record(broad, decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}); err != nil {
 		t.Fatal(err)
 	}

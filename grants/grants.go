@@ -75,7 +75,7 @@ type Journal struct {
 	// the grants it held then, which tells a caller's new grants from
 	// those someone else revoked since.
 	seen stamp
-	base map[rules.Grant]struct{}
+	base map[rules.SessionGrant]struct{}
 	// failed is a file Reload could not take in, and statFailed says it
 	// could not look at the file: each is reported once, not on every
 	// tick.
@@ -172,7 +172,7 @@ func (j *Journal) read() (rules.Snapshot, stamp, error) {
 
 // write replaces the file with gs, durably, and remembers it as seen. The
 // caller holds j.mu and the directory lock.
-func (j *Journal) write(gs []rules.Grant) error {
+func (j *Journal) write(gs []rules.SessionGrant) error {
 	data, err := encodeSnapshot(snapshot(gs))
 	if err != nil {
 		return fmt.Errorf("grant journal %s: %w", j.path, err)
@@ -191,15 +191,15 @@ func (j *Journal) write(gs []rules.Grant) error {
 }
 
 // snapshot is the journal shape of gs; never a null grants array.
-func snapshot(gs []rules.Grant) rules.Snapshot {
+func snapshot(gs []rules.SessionGrant) rules.Snapshot {
 	if gs == nil {
-		gs = []rules.Grant{}
+		gs = []rules.SessionGrant{}
 	}
 	return rules.Snapshot{Version: rules.SnapshotVersion, Grants: gs}
 }
 
-func set(gs []rules.Grant) map[rules.Grant]struct{} {
-	m := make(map[rules.Grant]struct{}, len(gs))
+func set(gs []rules.SessionGrant) map[rules.SessionGrant]struct{} {
+	m := make(map[rules.SessionGrant]struct{}, len(gs))
 	for _, g := range gs {
 		m[g] = struct{}{}
 	}
@@ -210,8 +210,8 @@ func set(gs []rules.Grant) map[rules.Grant]struct{} {
 // since base (recorded by this process, not yet written), in their order.
 // A grant of base missing from disk was revoked by someone else: it is not
 // brought back.
-func merge(disk, mem []rules.Grant, base map[rules.Grant]struct{}) []rules.Grant {
-	out := make([]rules.Grant, 0, len(disk)+len(mem))
+func merge(disk, mem []rules.SessionGrant, base map[rules.SessionGrant]struct{}) []rules.SessionGrant {
+	out := make([]rules.SessionGrant, 0, len(disk)+len(mem))
 	have := set(disk)
 	out = append(out, disk...)
 	for _, g := range mem {

@@ -20,7 +20,7 @@ func TestJournalRoundTrip(t *testing.T) {
 		t.Fatalf("missing journal: %v, %d grants", err, empty.Len())
 	}
 	s := rules.NewSessionRules("")
-	if _, err := s.Record(rules.WidthProven, rules.Grant{Surface: "bash", Pattern: "git push *"}, rules.Grant{Surface: "path_write", Pattern: "/w/src/*"}); err != nil {
+	if _, err := s.Record(rules.WidthProven, rules.SessionGrant{Surface: "bash", Pattern: "git push *"}, rules.SessionGrant{Surface: "path_write", Pattern: "/w/src/*"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Save(s); err != nil {

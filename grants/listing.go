@@ -84,7 +84,7 @@ func (l Listing) WriteJSON(w io.Writer) error {
 }
 
 // WriteRevoked prints what Revoke removed from journal, one grant a line.
-func WriteRevoked(w io.Writer, journal string, removed []rules.Grant) error {
+func WriteRevoked(w io.Writer, journal string, removed []rules.SessionGrant) error {
 	if len(removed) == 0 {
 		_, err := fmt.Fprintf(w, "no grants to revoke in %s\n", journal)
 		return err

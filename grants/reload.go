@@ -13,7 +13,7 @@ type Change struct {
 	Reloaded bool
 	// Removed are the grants the journal no longer holds; Added those it
 	// holds and memory did not, each in its order.
-	Removed, Added []rules.Grant
+	Removed, Added []rules.SessionGrant
 }
 
 // Recording brackets a caller's Record into the session rules this
@@ -75,9 +75,9 @@ func (j *Journal) Reload(into *rules.SessionRules) (Change, error) {
 }
 
 // minus returns the grants of a that b lacks, in a's order.
-func minus(a, b []rules.Grant) []rules.Grant {
+func minus(a, b []rules.SessionGrant) []rules.SessionGrant {
 	in := set(b)
-	var out []rules.Grant
+	var out []rules.SessionGrant
 	for _, g := range a {
 		if _, ok := in[g]; !ok {
 			out = append(out, g)

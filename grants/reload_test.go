@@ -27,7 +27,7 @@ func owner(t *testing.T, layout mailbox.Layout, side Side) (*Journal, *rules.Ses
 	return j, s
 }
 
-func record(t *testing.T, s *rules.SessionRules, gs ...rules.Grant) {
+func record(t *testing.T, s *rules.SessionRules, gs ...rules.SessionGrant) {
 	t.Helper()
 	if _, err := s.Record(rules.WidthProven, gs...); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestSaveKeepsWhatOthersRevoked(t *testing.T) {
 	if err := j.Save(s); err != nil {
 		t.Fatal(err)
 	}
-	want := []rules.Grant{deploy, readW}
+	want := []rules.SessionGrant{deploy, readW}
 	if got := onDisk(t, cli); !reflect.DeepEqual(got, want) {
 		t.Errorf("journal %v, want %v", got, want)
 	}
@@ -69,7 +69,7 @@ func TestSaveKeepsWhatOthersRecorded(t *testing.T) {
 	if err := b.Save(bs); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := onDisk(t, a), []rules.Grant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
+	if got, want := onDisk(t, a), []rules.SessionGrant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
 		t.Errorf("journal %v, want %v", got, want)
 	}
 }
@@ -88,7 +88,7 @@ func TestSaveRefusesABadJournal(t *testing.T) {
 	if data, _ := os.ReadFile(j.Path()); string(data) != badJournals[1].content {
 		t.Errorf("the bad journal was written over: %s", data)
 	}
-	if got, want := s.Grants(), []rules.Grant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
+	if got, want := s.Grants(), []rules.SessionGrant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
 		t.Errorf("memory %v, want %v", got, want)
 	}
 }
@@ -119,10 +119,10 @@ func TestReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := reload()
-	if want := (Change{Reloaded: true, Removed: []rules.Grant{gitPush}}); !reflect.DeepEqual(c, want) {
+	if want := (Change{Reloaded: true, Removed: []rules.SessionGrant{gitPush}}); !reflect.DeepEqual(c, want) {
 		t.Errorf("after a revoke: %+v, want %+v", c, want)
 	}
-	if got, want := s.Grants(), []rules.Grant{deploy, readW}; !reflect.DeepEqual(got, want) {
+	if got, want := s.Grants(), []rules.SessionGrant{deploy, readW}; !reflect.DeepEqual(got, want) {
 		t.Errorf("memory %v, want %v", got, want)
 	}
 
@@ -132,7 +132,7 @@ func TestReload(t *testing.T) {
 	if err := other.Save(os2); err != nil {
 		t.Fatal(err)
 	}
-	if c := reload(); !reflect.DeepEqual(c.Added, []rules.Grant{writeW}) || len(c.Removed) != 0 {
+	if c := reload(); !reflect.DeepEqual(c.Added, []rules.SessionGrant{writeW}) || len(c.Removed) != 0 {
 		t.Errorf("after another's record: %+v", c)
 	}
 
@@ -158,7 +158,7 @@ func TestReloadNeverHalfApplies(t *testing.T) {
 			if err == nil || c.Reloaded || !strings.Contains(err.Error(), j.Path()) || !strings.Contains(err.Error(), bad.want) {
 				t.Fatalf("Reload of a bad journal: %+v, %v", c, err)
 			}
-			if got, want := s.Grants(), []rules.Grant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
+			if got, want := s.Grants(), []rules.SessionGrant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
 				t.Errorf("memory %v, want %v", got, want)
 			}
 			if c, err := j.Reload(s); err != nil || c.Reloaded {
@@ -167,7 +167,7 @@ func TestReloadNeverHalfApplies(t *testing.T) {
 			if err := os.WriteFile(j.Path(), []byte(`{"version":1,"grants":[{"surface":"bash","pattern":"make deploy*"}]}`), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if c, err := j.Reload(s); err != nil || !reflect.DeepEqual(c.Removed, []rules.Grant{gitPush}) {
+			if c, err := j.Reload(s); err != nil || !reflect.DeepEqual(c.Removed, []rules.SessionGrant{gitPush}) {
 				t.Errorf("a good journal after a bad one: %+v, %v", c, err)
 			}
 		})
@@ -179,7 +179,7 @@ func TestReloadNeverHalfApplies(t *testing.T) {
 		if _, err := j.Reload(s); err == nil || !strings.Contains(err.Error(), "grants[1]") {
 			t.Errorf("Reload: %v", err)
 		}
-		if got := s.Grants(); !reflect.DeepEqual(got, []rules.Grant{gitPush}) {
+		if got := s.Grants(); !reflect.DeepEqual(got, []rules.SessionGrant{gitPush}) {
 			t.Errorf("memory %v: half applied", got)
 		}
 	})
@@ -234,7 +234,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			defer wg.Done()
 			done := j.Recording()
 			defer done()
-			record(t, s, rules.Grant{Surface: "bash", Pattern: fmt.Sprintf("owner %d *", i)})
+			record(t, s, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("owner %d *", i)})
 			if err := j.Save(s); err != nil {
 				t.Error(err)
 			}
@@ -251,7 +251,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			record(t, r, rules.Grant{Surface: "bash", Pattern: fmt.Sprintf("other %d *", i)}, rules.Grant{Surface: "bash", Pattern: fmt.Sprintf("doomed %d", i)})
+			record(t, r, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("other %d *", i)}, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("doomed %d", i)})
 			if err := o.Save(r); err != nil {
 				t.Error(err)
 				return
@@ -268,13 +268,13 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 	if _, err := j.Reload(s); err != nil {
 		t.Fatal(err)
 	}
-	want := map[rules.Grant]bool{}
+	want := map[rules.SessionGrant]bool{}
 	for i := range n {
-		want[rules.Grant{Surface: "bash", Pattern: fmt.Sprintf("owner %d *", i)}] = true
-		want[rules.Grant{Surface: "bash", Pattern: fmt.Sprintf("other %d *", i)}] = true
+		want[rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("owner %d *", i)}] = true
+		want[rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("other %d *", i)}] = true
 	}
-	for name, got := range map[string][]rules.Grant{"journal": onDisk(t, j), "memory": s.Grants()} {
-		have := map[rules.Grant]bool{}
+	for name, got := range map[string][]rules.SessionGrant{"journal": onDisk(t, j), "memory": s.Grants()} {
+		have := map[rules.SessionGrant]bool{}
 		for _, g := range got {
 			have[g] = true
 		}

@@ -33,7 +33,7 @@ func (s Selector) check() error {
 	return nil
 }
 
-func (s Selector) matches(g rules.Grant) bool {
+func (s Selector) matches(g rules.SessionGrant) bool {
 	return (s.All || g.Pattern == s.Pattern) && (s.Surface == "" || g.Surface == s.Surface)
 }
 
@@ -58,7 +58,7 @@ type NoMatchError struct {
 	// Selector is what was asked for.
 	Selector Selector
 	// Have is every grant the journal holds.
-	Have []rules.Grant
+	Have []rules.SessionGrant
 }
 
 // maxListedInError bounds the grants a NoMatchError spells out.
@@ -103,7 +103,7 @@ func (e *NoMatchError) Unwrap() error { return ErrNoGrant }
 // missing journal is not: there was nothing to revoke, and nothing is
 // written). A journal that is unsafe or malformed is an error naming the
 // file, and nothing is written.
-func (j *Journal) Revoke(sel Selector) ([]rules.Grant, error) {
+func (j *Journal) Revoke(sel Selector) ([]rules.SessionGrant, error) {
 	if err := sel.check(); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (j *Journal) Revoke(sel Selector) ([]rules.Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keep, removed []rules.Grant
+	var keep, removed []rules.SessionGrant
 	for _, g := range snap.Grants {
 		if sel.matches(g) {
 			removed = append(removed, g)
@@ -141,7 +141,7 @@ func (j *Journal) Revoke(sel Selector) ([]rules.Grant, error) {
 
 // noMatch is Revoke's answer when nothing matched: an error for a
 // pattern, nothing for All.
-func (j *Journal) noMatch(sel Selector, have []rules.Grant) error {
+func (j *Journal) noMatch(sel Selector, have []rules.SessionGrant) error {
 	if sel.All && sel.Surface == "" && len(have) == 0 {
 		return nil
 	}

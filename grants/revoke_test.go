@@ -14,17 +14,17 @@ import (
 )
 
 var (
-	gitPush   = rules.Grant{Surface: "bash", Pattern: "git push *"}
-	deploy    = rules.Grant{Surface: "bash", Pattern: "make deploy*"}
-	readW     = rules.Grant{Surface: "path_read", Pattern: "/w/*"}
-	writeW    = rules.Grant{Surface: "path_write", Pattern: "/w/*"}
-	fourHeld  = []rules.Grant{gitPush, readW, writeW, deploy}
-	emptyHeld = []rules.Grant{}
+	gitPush   = rules.SessionGrant{Surface: "bash", Pattern: "git push *"}
+	deploy    = rules.SessionGrant{Surface: "bash", Pattern: "make deploy*"}
+	readW     = rules.SessionGrant{Surface: "path_read", Pattern: "/w/*"}
+	writeW    = rules.SessionGrant{Surface: "path_write", Pattern: "/w/*"}
+	fourHeld  = []rules.SessionGrant{gitPush, readW, writeW, deploy}
+	emptyHeld = []rules.SessionGrant{}
 )
 
 // journalWith saves gs as the journal of session "s" on side and returns
 // a fresh Journal of it, as another process would open it.
-func journalWith(t *testing.T, side Side, gs ...rules.Grant) (mailbox.Layout, *Journal) {
+func journalWith(t *testing.T, side Side, gs ...rules.SessionGrant) (mailbox.Layout, *Journal) {
 	t.Helper()
 	layout := mailbox.Layout{Root: t.TempDir()}
 	owner, err := Open(layout, side, "s")
@@ -48,15 +48,15 @@ func journalWith(t *testing.T, side Side, gs ...rules.Grant) (mailbox.Layout, *J
 	return layout, other
 }
 
-func onDisk(t *testing.T, j *Journal) []rules.Grant {
+func onDisk(t *testing.T, j *Journal) []rules.SessionGrant {
 	t.Helper()
 	l, err := j.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := make([]rules.Grant, len(l.Grants))
+	gs := make([]rules.SessionGrant, len(l.Grants))
 	for i, g := range l.Grants {
-		gs[i] = rules.Grant{Surface: g.Surface, Pattern: g.Pattern}
+		gs[i] = rules.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
 	}
 	return gs
 }
@@ -65,17 +65,17 @@ func TestRevoke(t *testing.T) {
 	tests := []struct {
 		name          string
 		sel           Selector
-		removed, left []rules.Grant
+		removed, left []rules.SessionGrant
 		// wantErr is a substring of the error; "" for none.
 		wantErr   string
 		noMatch   bool
 		errAlsoIn []string
 	}{
-		{name: "one pattern", sel: Selector{Pattern: "git push *"}, removed: []rules.Grant{gitPush}, left: []rules.Grant{readW, writeW, deploy}},
-		{name: "a pattern on several surfaces", sel: Selector{Pattern: "/w/*"}, removed: []rules.Grant{readW, writeW}, left: []rules.Grant{gitPush, deploy}},
-		{name: "surface narrows", sel: Selector{Pattern: "/w/*", Surface: "path_write"}, removed: []rules.Grant{writeW}, left: []rules.Grant{gitPush, readW, deploy}},
+		{name: "one pattern", sel: Selector{Pattern: "git push *"}, removed: []rules.SessionGrant{gitPush}, left: []rules.SessionGrant{readW, writeW, deploy}},
+		{name: "a pattern on several surfaces", sel: Selector{Pattern: "/w/*"}, removed: []rules.SessionGrant{readW, writeW}, left: []rules.SessionGrant{gitPush, deploy}},
+		{name: "surface narrows", sel: Selector{Pattern: "/w/*", Surface: "path_write"}, removed: []rules.SessionGrant{writeW}, left: []rules.SessionGrant{gitPush, readW, deploy}},
 		{name: "all", sel: Selector{All: true}, removed: fourHeld, left: emptyHeld},
-		{name: "all on one surface", sel: Selector{All: true, Surface: "bash"}, removed: []rules.Grant{gitPush, deploy}, left: []rules.Grant{readW, writeW}},
+		{name: "all on one surface", sel: Selector{All: true, Surface: "bash"}, removed: []rules.SessionGrant{gitPush, deploy}, left: []rules.SessionGrant{readW, writeW}},
 		{
 			name: "unknown pattern", sel: Selector{Pattern: "git push"}, left: fourHeld, noMatch: true,
 			wantErr:   `no grant with pattern "git push"; it holds 4 grants: bash "git push *", path_read "/w/*", path_write "/w/*", bash "make deploy*"`,
@@ -203,7 +203,7 @@ func TestBadJournalIsNeverEdited(t *testing.T) {
 }
 
 func TestListing(t *testing.T) {
-	layout, j := journalWith(t, Broker, gitPush, rules.Grant{Surface: "bash", Pattern: "<opaque-bash-wrapper>"})
+	layout, j := journalWith(t, Broker, gitPush, rules.SessionGrant{Surface: "bash", Pattern: "<opaque-bash-wrapper>"})
 	l, err := j.List()
 	if err != nil {
 		t.Fatal(err)

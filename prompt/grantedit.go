@@ -34,13 +34,13 @@ type grantEdit struct {
 	targets []string
 	// from and cursor are the edited grants (nil: the suggestion) and the
 	// scope choice's cursor when the edit began, which Esc restores.
-	from   []wire.Grant
+	from   []wire.SuggestedGrant
 	cursor int
 }
 
 // wholeGrants returns what "the whole session" would record for the ask
 // on screen: the operator's edited grants, or the child's suggestion.
-func (m *machine) wholeGrants(e *entry) []wire.Grant {
+func (m *machine) wholeGrants(e *entry) []wire.SuggestedGrant {
 	if m.grants != nil {
 		return m.grants
 	}
@@ -132,7 +132,7 @@ func (m *machine) checkPattern(pattern string) string {
 // command line (the broker's rules match a grant against each unit, never
 // the whole line), elsewhere the match values and the value; of those,
 // the ones g's own pattern matches, or all of them when it matches none.
-func suggestedFor(ask *serve.Ask, g wire.Grant, home string) []string {
+func suggestedFor(ask *serve.Ask, g wire.SuggestedGrant, home string) []string {
 	var values []string
 	if units := ask.Resolution.Units; g.Surface == "bash" && len(units) > 0 {
 		for _, u := range units {

@@ -15,7 +15,7 @@ import (
 // child's suggestion "bash: curl *": a grant for the curl unit.
 func compoundAsk(t *testing.T) serve.Ask {
 	a := resolvedAsk(t, "git status && curl x")
-	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "curl *"}}}
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "bash", Pattern: "curl *"}}}
 	return a
 }
 
@@ -52,7 +52,7 @@ func TestEditAccepted(t *testing.T) {
 	if m.stage != stageScope || m.cursor != scopeSubagent {
 		t.Fatalf("after the edit: stage %d cursor %d, want the scope choice on this subagent", m.stage, m.cursor)
 	}
-	if want := []wire.Grant{{Surface: "bash", Pattern: "curl x*"}}; !reflect.DeepEqual(m.grants, want) {
+	if want := []wire.SuggestedGrant{{Surface: "bash", Pattern: "curl x*"}}; !reflect.DeepEqual(m.grants, want) {
 		t.Fatalf("grants = %+v, want %+v", m.grants, want)
 	}
 	text = frameText(m.frame(100, 28, "parent", t0))
@@ -68,7 +68,7 @@ func TestEditAccepted(t *testing.T) {
 		t.Fatalf("2 gave %d answers", len(got))
 	}
 	d := got[0]
-	if d.State != decision.StateApprovedForServingSession || !reflect.DeepEqual(d.Grants, []wire.Grant{{Surface: "bash", Pattern: "curl x*"}}) {
+	if d.State != decision.StateApprovedForServingSession || !reflect.DeepEqual(d.Grants, []wire.SuggestedGrant{{Surface: "bash", Pattern: "curl x*"}}) {
 		t.Errorf("decision = %+v, want the whole session with the edited grant", d)
 	}
 	// ...and do not alias the machine's.
@@ -200,7 +200,7 @@ func TestEditSeveralGrants(t *testing.T) {
 	a := testAsk("reviewer", "/w/src/a.go", false)
 	a.Request.Surface, a.Request.AccessIntent.Surface = "write", "path_write"
 	a.Request.AccessIntent.MatchValues = []string{"/w/src/a.go", "src/a.go"}
-	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{
 		{Surface: "path_write", Pattern: "/w/src/*"},
 		{Surface: "path_read", Pattern: "/w/src/*"},
 	}}
@@ -218,7 +218,7 @@ func TestEditSeveralGrants(t *testing.T) {
 	}
 	pressAll(m, t0, enter)
 	got := pressAll(m, t0, char('2'))
-	want := []wire.Grant{{Surface: "path_write", Pattern: "/w/src/*.go"}, {Surface: "path_read", Pattern: "/w/src/*"}}
+	want := []wire.SuggestedGrant{{Surface: "path_write", Pattern: "/w/src/*.go"}, {Surface: "path_read", Pattern: "/w/src/*"}}
 	if len(got) != 1 || !reflect.DeepEqual(got[0].Grants, want) {
 		t.Errorf("decision %+v, want grants %+v", got, want)
 	}
@@ -231,7 +231,7 @@ func TestEditSeveralGrants(t *testing.T) {
 func TestEditExpandsHome(t *testing.T) {
 	a := testAsk("reviewer", "/home/op/notes/a.txt", false)
 	a.Request.AccessIntent.Surface = "path_read"
-	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "path_read", Pattern: "/home/op/notes/*"}}}
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "path_read", Pattern: "/home/op/notes/*"}}}
 	m := editing(t, a)
 	pressAll(m, t0, append(retype("~/notes/*.txt"), enter)...)
 	if m.stage != stageScope || m.grants[0].Pattern != "~/notes/*.txt" {
@@ -254,7 +254,7 @@ func TestEveryGrantReachable(t *testing.T) {
 	a := resolvedAsk(t, "a1; a2; a3; a4; a5; a6")
 	a.Request.SessionApproval = &wire.SessionApproval{}
 	for i := 1; i <= 6; i++ {
-		a.Request.SessionApproval.Grants = append(a.Request.SessionApproval.Grants, wire.Grant{Surface: "bash", Pattern: fmt.Sprintf("a%d*", i)})
+		a.Request.SessionApproval.Grants = append(a.Request.SessionApproval.Grants, wire.SuggestedGrant{Surface: "bash", Pattern: fmt.Sprintf("a%d*", i)})
 	}
 	m := &machine{}
 	m.push(newEntry(a), t0)

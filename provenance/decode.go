@@ -41,10 +41,10 @@ func decodeAt(raw json.RawMessage, depth int) (Source, bool) {
 		name, ok1 := m.str("name")
 		verdict, ok2 := m.str("verdict")
 		reason, ok3 := m.nullableStr("reason")
-		if !ok1 || !ok2 || !ok3 || (Verdict(verdict) != VerdictAllow && Verdict(verdict) != VerdictDeny) {
+		if !ok1 || !ok2 || !ok3 || (AuthorizerVerdict(verdict) != VerdictAllow && AuthorizerVerdict(verdict) != VerdictDeny) {
 			return nil, false
 		}
-		return Authorizer{Name: name, Verdict: Verdict(verdict), Reason: reason}, true
+		return Authorizer{Name: name, Verdict: AuthorizerVerdict(verdict), Reason: reason}, true
 	case KindRule:
 		surface, ok1 := m.str("surface")
 		pattern, ok2 := m.nullableStr("pattern")

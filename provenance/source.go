@@ -68,14 +68,14 @@ const (
 	ViaTerminal Via = "terminal"
 )
 
-// Verdict is an authorizer link's decisive answer. Defer is not a verdict
+// AuthorizerVerdict is an authorizer link's decisive answer. Defer is not a verdict
 // that decides, so it never appears in a Source.
-type Verdict string
+type AuthorizerVerdict string
 
 // The two decisive verdicts.
 const (
-	VerdictAllow Verdict = "allow"
-	VerdictDeny  Verdict = "deny"
+	VerdictAllow AuthorizerVerdict = "allow"
+	VerdictDeny  AuthorizerVerdict = "deny"
 )
 
 // User is a human's answer at a prompt.
@@ -86,7 +86,7 @@ type User struct {
 // Authorizer is a decisive verdict of a named authorizer link.
 type Authorizer struct {
 	Name    string
-	Verdict Verdict
+	Verdict AuthorizerVerdict
 	// Reason is the link's reason, nil when it gave none.
 	Reason *string
 }
@@ -215,10 +215,10 @@ type (
 		Via  Via  `json:"via"`
 	}
 	authorizerWire struct {
-		Kind    Kind    `json:"kind"`
-		Name    string  `json:"name"`
-		Verdict Verdict `json:"verdict"`
-		Reason  *string `json:"reason"`
+		Kind    Kind              `json:"kind"`
+		Name    string            `json:"name"`
+		Verdict AuthorizerVerdict `json:"verdict"`
+		Reason  *string           `json:"reason"`
 	}
 	ruleWire struct {
 		Kind    Kind    `json:"kind"`

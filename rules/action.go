@@ -16,7 +16,7 @@ const (
 func (a Action) Valid() bool { return a == Allow || a == Ask || a == Deny }
 
 // restrictiveness orders actions for "most restrictive wins": deny > ask >
-// allow. An unknown action ranks as deny so that a zero Decision can never
+// allow. An unknown action ranks as deny so that a zero Resolution can never
 // read as a grant.
 func (a Action) restrictiveness() int {
 	switch a {

@@ -69,7 +69,7 @@ func TestBashCompoundDefault(t *testing.T) {
 // curl covers later curls, not a curl piped into a shell.
 func TestBashSessionGrantUnit(t *testing.T) {
 	p := defaultPolicy(t)
-	if _, err := p.Sessions().Record(WidthProven, Grant{Surface: "bash", Pattern: "curl *"}); err != nil {
+	if _, err := p.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: "curl *"}); err != nil {
 		t.Fatal(err)
 	}
 	d := p.Resolve(Query{Surface: "bash", MatchValues: []string{"curl -s https://api.github.com/repos/x/y"}})

@@ -16,7 +16,7 @@ func benchPolicy(b *testing.B, sessionGrants int) *Policy {
 		b.Fatal(err)
 	}
 	for i := range sessionGrants {
-		if _, err := p.Sessions().Record(WidthProven, Grant{Surface: "bash", Pattern: fmt.Sprintf("tool-%d *", i)}); err != nil {
+		if _, err := p.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("tool-%d *", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func BenchmarkRecordGrant(b *testing.B) {
 		if s.Len() >= MaxSessionGrants {
 			s = NewSessionRules(testHome)
 		}
-		if _, err := s.Record(WidthProven, Grant{Surface: "bash", Pattern: fmt.Sprintf("c%d *", i)}); err != nil {
+		if _, err := s.Record(WidthProven, SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("c%d *", i)}); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -88,7 +88,7 @@
 //     A floor found in the command itself stands over a session grant; the
 //     child's floor does not (docs/decisions/0010-bash-units.md).
 //
-// The answer's [Decision.DecidedBy] is `session_approval` for a session
+// The answer's [Resolution.DecidedBy] is `session_approval` for a session
 // grant, `yolo` for yolo mode, otherwise `rule` with the origin (default,
 // global, agent, builtin). Its surface is the query's surface, as pi's
 // serving node stamps it; its pattern is null for a surface-wide action

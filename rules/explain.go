@@ -120,7 +120,7 @@ func (t *trace) record(cfg, sess []compiledRule, surface string, values []string
 	t.steps = append(t.steps, step)
 }
 
-func (t *trace) floor(floor string, d Decision) {
+func (t *trace) floor(floor string, d Resolution) {
 	if d.Action == Ask {
 		t.notes = append(t.notes, fmt.Sprintf("the child's floor %s turns the allow into an ask (only a session grant outranks a floor)", floor))
 	} else {

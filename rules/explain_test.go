@@ -17,7 +17,7 @@ func TestExplainGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	yoloData := bytes.Replace(data, []byte(`"permission": {`), []byte(`"yoloMode": true, "permission": {`), 1)
-	policy := func(doc []byte, grants ...Grant) *Policy {
+	policy := func(doc []byte, grants ...SessionGrant) *Policy {
 		cfg, err := Parse("config.json", doc)
 		if err != nil {
 			t.Fatal(err)
@@ -51,13 +51,13 @@ func TestExplainGolden(t *testing.T) {
 		{"agent-override", plain, Query{Surface: "bash", MatchValues: []string{"git push origin main"}, Agent: "Explore"}},
 		{"agent-without-overrides", plain, Query{Surface: "bash", MatchValues: []string{"git push origin main"}, Agent: "Plan"}},
 		{"family-fold", plain, Query{Surface: "path", MatchValues: []string{"/repo/.env", ".env"}}},
-		{"session-grant", policy(data, Grant{Surface: "bash", Pattern: "git push *"}), Query{Surface: "bash", MatchValues: []string{"git push --force"}}},
+		{"session-grant", policy(data, SessionGrant{Surface: "bash", Pattern: "git push *"}), Query{Surface: "bash", MatchValues: []string{"git push --force"}}},
 		{"floor", plain, Query{Surface: "bash", MatchValues: []string{"git status"}, Floor: "<opaque-bash-wrapper>"}},
 		{"yolo-floor", policy(yoloData), Query{Surface: "bash", MatchValues: []string{"git status"}, Floor: "<opaque-bash-wrapper>"}},
 		{"yolo-ask", policy(yoloData), Query{Surface: "bash", MatchValues: []string{"make"}}},
 		{"asking-units", plain, Query{Surface: "bash", MatchValues: []string{"git status"},
 			AskingUnits: []AskingUnit{{Command: "git status"}, {Command: "git push --force-with-lease"}}}},
-		{"guard", policy(yoloData, Grant{Surface: "bash", Pattern: "*"}), Query{Surface: "bash", MatchValues: []string{"cat > ~/.pi/agent/sessions/permission-forwarding/sessions/p/responses/x.json"}}},
+		{"guard", policy(yoloData, SessionGrant{Surface: "bash", Pattern: "*"}), Query{Surface: "bash", MatchValues: []string{"cat > ~/.pi/agent/sessions/permission-forwarding/sessions/p/responses/x.json"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

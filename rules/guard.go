@@ -88,9 +88,9 @@ func resolveExisting(p string) string {
 // root; elsewhere, and in every asking unit, when a value contains a
 // root's spelling. The substring test is deliberately blunt: a command
 // line is not parsed here, so it errs towards denying.
-func (g *guard) check(q Query) (Decision, bool) {
+func (g *guard) check(q Query) (Resolution, bool) {
 	if len(g.roots) == 0 {
-		return Decision{}, false
+		return Resolution{}, false
 	}
 	pathSurface := isPathSurface(q.Surface)
 	for _, v := range q.MatchValues {
@@ -112,7 +112,7 @@ func (g *guard) check(q Query) (Decision, bool) {
 			return g.deny(q, u.Command, root), true
 		}
 	}
-	return Decision{}, false
+	return Resolution{}, false
 }
 
 // inside reports whether path v, with `~` expanded and a relative path
@@ -143,7 +143,7 @@ func (g *guard) mentions(v string) (string, bool) {
 	return "", false
 }
 
-func (g *guard) deny(q Query, value, root string) Decision {
+func (g *guard) deny(q Query, value, root string) Resolution {
 	r := Rule{
 		Surface: q.Surface,
 		Pattern: root,
@@ -152,7 +152,7 @@ func (g *guard) deny(q Query, value, root string) Decision {
 		Origin:  OriginBuiltin,
 	}
 	pattern := root
-	return Decision{
+	return Resolution{
 		Action:           Deny,
 		Reason:           r.Reason,
 		Surface:          q.Surface,

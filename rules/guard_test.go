@@ -19,7 +19,7 @@ const permissiveConfig = `{"yoloMode": true, "permission": {"*": "allow", "bash"
 func guardedPolicy(t *testing.T) *Policy {
 	t.Helper()
 	p := mustPolicy(t, permissiveConfig, Options{Protected: []string{mailboxRoot, "~/.pi/agent"}})
-	if _, err := p.Sessions().Record(WidthFamily, Grant{Surface: "path_write", Pattern: "*"}, Grant{Surface: "bash", Pattern: "*"}); err != nil {
+	if _, err := p.Sessions().Record(WidthFamily, SessionGrant{Surface: "path_write", Pattern: "*"}, SessionGrant{Surface: "bash", Pattern: "*"}); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -141,8 +141,8 @@ func QueryFromIntent(ai *wire.AccessIntent) Query {
 	return q
 }
 
-// Decision is the policy's answer to a Query.
-type Decision struct {
+// Resolution is the policy's answer to a Query.
+type Resolution struct {
 	// Action is allow or deny (answer now) or ask (escalate).
 	Action Action
 	// Reason is a deny's teaching text, empty when the rule has none.
@@ -168,12 +168,12 @@ type Decision struct {
 	Floor string
 	// Units are the bash units the answer combines, each with its own
 	// answer, in source order: nil off bash, and for one unit without a
-	// floor, whose answer is the Decision itself.
-	Units []UnitDecision
+	// floor, whose answer is the Resolution itself.
+	Units []UnitResolution
 }
 
-// UnitDecision is the answer for one unit of a bash command line.
-type UnitDecision struct {
+// UnitResolution is the answer for one unit of a bash command line.
+type UnitResolution struct {
 	// Command is the unit as written.
 	Command string
 	// Floor is the floor sentinel that applied to the unit (its own, or
@@ -192,7 +192,7 @@ type UnitDecision struct {
 // DecidedBy returns the decision's provenance: session_approval for a
 // session grant, yolo for yolo mode, otherwise rule. It is nil for an ask,
 // which the policy did not decide.
-func (d Decision) DecidedBy() provenance.Source {
+func (d Resolution) DecidedBy() provenance.Source {
 	if d.Action != Allow && d.Action != Deny {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (d Decision) DecidedBy() provenance.Source {
 }
 
 // String summarizes the decision for logs and tests.
-func (d Decision) String() string {
+func (d Resolution) String() string {
 	pat := "null"
 	if d.Pattern != nil {
 		pat = fmt.Sprintf("%q", *d.Pattern)
@@ -219,15 +219,15 @@ func (d Decision) String() string {
 // members, most restrictive wins; on a path surface the last rule matching
 // any of the values decides; on any other surface several values are
 // resolved one by one, most restrictive wins.
-func (p *Policy) Resolve(q Query) Decision {
+func (p *Policy) Resolve(q Query) Resolution {
 	return p.resolve(q, nil)
 }
 
-func (p *Policy) resolve(q Query, tr *trace) Decision {
+func (p *Policy) resolve(q Query, tr *trace) Resolution {
 	if q.Surface == "" {
 		// No access intent: pi floors such a request to ask, even under
 		// yolo, and so does courier.
-		return Decision{Action: Ask}
+		return Resolution{Action: Ask}
 	}
 	if d, hit := p.guard.check(q); hit {
 		if tr != nil {
@@ -237,7 +237,7 @@ func (p *Policy) resolve(q Query, tr *trace) Decision {
 	}
 	cfg := p.rulesFor(q.Agent)
 	sess := p.sessions.load()
-	var d Decision
+	var d Resolution
 	switch {
 	case len(q.AskingUnits) > 0:
 		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
@@ -270,8 +270,8 @@ type bashEval struct {
 	p         *Policy
 	cfg, sess []compiledRule
 	tr        *trace
-	d         Decision
-	units     []UnitDecision
+	d         Resolution
+	units     []UnitResolution
 }
 
 func (b *bashEval) line(command, floor string) {
@@ -288,7 +288,7 @@ func (b *bashEval) line(command, floor string) {
 		if len(b.units) == 0 || ud.Action.MoreRestrictive(b.d.Action) {
 			b.d = ud
 		}
-		b.units = append(b.units, UnitDecision{
+		b.units = append(b.units, UnitResolution{
 			Command: u.Command, Floor: f, Why: u.Why,
 			Action: ud.Action, Origin: ud.Origin, Pattern: ud.Pattern, Rule: ud.Rule,
 		})
@@ -297,7 +297,7 @@ func (b *bashEval) line(command, floor string) {
 
 // decision is the most restrictive unit's answer, with every unit's when
 // there is more to say than that one answer: several units, or a floor.
-func (b *bashEval) decision() Decision {
+func (b *bashEval) decision() Resolution {
 	if len(b.units) > 1 || len(b.units) == 1 && b.units[0].Floor != "" {
 		b.d.Units = b.units
 	}
@@ -318,7 +318,7 @@ func (p *Policy) rulesFor(agent string) []compiledRule {
 // pi) but not over a floor the broker found in the command itself
 // (overGrants): a grant `curl *` approved a curl, not a curl that writes
 // ~/.bashrc or a shell fed by it (docs/decisions/0010-bash-units.md).
-func (p *Policy) honorFloor(d Decision, floor string, overGrants bool, tr *trace) Decision {
+func (p *Policy) honorFloor(d Resolution, floor string, overGrants bool, tr *trace) Resolution {
 	if floor == "" || d.Action != Allow || d.Origin == OriginSession && !overGrants {
 		return d
 	}
@@ -337,12 +337,12 @@ func (p *Policy) honorFloor(d Decision, floor string, overGrants bool, tr *trace
 
 // evalSurface folds a bare family onto its members, most restrictive
 // first-wins, as pi's PermissionResolver does.
-func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
 	members := familyMembers(surface)
 	if members == nil {
 		return p.evalMember(cfg, sess, surface, values, tr)
 	}
-	var d Decision
+	var d Resolution
 	for i, m := range members {
 		md := p.evalMember(cfg, sess, m, values, tr)
 		if i == 0 || md.Action.MoreRestrictive(d.Action) {
@@ -353,14 +353,14 @@ func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []
 }
 
 // evalMember evaluates one concrete surface.
-func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
 	if len(values) == 0 {
 		values = anyValue // pi looks up "*" when there is no value
 	}
 	if len(values) == 1 || isPathSurface(surface) {
 		return lookup(cfg, sess, surface, values, tr)
 	}
-	var d Decision
+	var d Resolution
 	for i := range values {
 		vd := lookup(cfg, sess, surface, values[i:i+1:i+1], tr)
 		if i == 0 || vd.Action.MoreRestrictive(d.Action) {
@@ -374,7 +374,7 @@ var anyValue = []string{"*"}
 
 // lookup scans from the end, session rules first: the last rule whose
 // surface matches and whose pattern matches any value decides.
-func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace) Decision {
+func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
 	r, v := findLast(sess, surface, values)
 	if r == nil {
 		r, v = findLast(cfg, surface, values)
@@ -388,7 +388,7 @@ func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace
 	if tr != nil {
 		tr.record(cfg, sess, surface, values, r)
 	}
-	d := Decision{
+	d := Resolution{
 		Action:           r.Action,
 		Origin:           r.Origin,
 		Pattern:          r.patternPtr,

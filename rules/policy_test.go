@@ -23,7 +23,7 @@ func mustPolicy(t testing.TB, doc string, opts Options) *Policy {
 }
 
 // decidedBy renders a decision's provenance as its wire JSON.
-func decidedBy(t *testing.T, d Decision) string {
+func decidedBy(t *testing.T, d Resolution) string {
 	t.Helper()
 	src := d.DecidedBy()
 	if src == nil {
@@ -260,7 +260,7 @@ func TestResolveFirstWinsTies(t *testing.T) {
 
 func TestSessionRulesOutrankConfig(t *testing.T) {
 	p := mustPolicy(t, semanticsConfig, Options{})
-	if _, err := p.Sessions().Record(WidthProven, Grant{Surface: "bash", Pattern: "git push *"}, Grant{Surface: "bash", Pattern: "npm test"}); err != nil {
+	if _, err := p.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: "git push *"}, SessionGrant{Surface: "bash", Pattern: "npm test"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -298,7 +298,7 @@ func TestYolo(t *testing.T) {
 	if !p.YoloMode() {
 		t.Fatal("yolo not read")
 	}
-	if _, err := p.Sessions().Record(WidthProven, Grant{Surface: "bash", Pattern: "make *"}); err != nil {
+	if _, err := p.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: "make *"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -39,7 +39,7 @@ var implicitDefault = Rule{Surface: "*", Pattern: "*", SurfaceWide: true, Action
 type compiledRule struct {
 	Rule
 	surface, pattern Pattern
-	// patternPtr is PatternOrNil, computed once so a Decision costs no
+	// patternPtr is PatternOrNil, computed once so a Resolution costs no
 	// allocation.
 	patternPtr *string
 }

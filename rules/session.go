@@ -14,9 +14,9 @@ import (
 	"github.com/seed6639df8c/courier/internal/strictjson"
 )
 
-// Grant is one session grant: allow Pattern on Surface for the rest of
+// SessionGrant is one session grant: allow Pattern on Surface for the rest of
 // the session (pi's ApprovalGrant).
-type Grant struct {
+type SessionGrant struct {
 	Surface string `json:"surface"`
 	Pattern string `json:"pattern"`
 }
@@ -54,7 +54,7 @@ type SessionRules struct {
 	home string
 	mu   sync.Mutex // serializes writers; guards have
 	// have holds every recorded grant, for deduplication.
-	have map[Grant]struct{}
+	have map[SessionGrant]struct{}
 	// rules is append-only between Restores: a writer appends past the
 	// length readers hold and then publishes the longer slice, so readers
 	// never see a slot being written.
@@ -64,7 +64,7 @@ type SessionRules struct {
 // NewSessionRules returns an empty set whose patterns expand `~` and
 // `$HOME` to home; use the Policy's home.
 func NewSessionRules(home string) *SessionRules {
-	s := &SessionRules{home: home, have: make(map[Grant]struct{})}
+	s := &SessionRules{home: home, have: make(map[SessionGrant]struct{})}
 	s.rules.Store(new([]compiledRule))
 	return s
 }
@@ -82,13 +82,13 @@ func (s *SessionRules) load() []compiledRule {
 // _write members, since rules never live on a bare family key. A grant
 // already present is not added twice. It returns the grants as recorded.
 // Nothing is recorded when any grant is invalid.
-func (s *SessionRules) Record(width Width, grants ...Grant) ([]Grant, error) {
+func (s *SessionRules) Record(width Width, grants ...SessionGrant) ([]SessionGrant, error) {
 	switch width {
 	case "", WidthProven, WidthFamily:
 	default:
 		return nil, fmt.Errorf("%w: width %q, expected %q or %q", ErrInvalidGrant, width, WidthProven, WidthFamily)
 	}
-	var expanded []Grant
+	var expanded []SessionGrant
 	for i, g := range grants {
 		if err := validateGrant(g); err != nil {
 			return nil, fmt.Errorf("grant %d: %w", i, err)
@@ -102,13 +102,13 @@ func (s *SessionRules) Record(width Width, grants ...Grant) ([]Grant, error) {
 			members = []string{surface}
 		}
 		for _, m := range members {
-			expanded = append(expanded, Grant{Surface: m, Pattern: g.Pattern})
+			expanded = append(expanded, SessionGrant{Surface: m, Pattern: g.Pattern})
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.load()
-	var added []Grant
+	var added []SessionGrant
 	for _, g := range expanded {
 		if _, dup := s.have[g]; dup || slices.Contains(added, g) {
 			continue
@@ -126,14 +126,14 @@ func (s *SessionRules) Record(width Width, grants ...Grant) ([]Grant, error) {
 	return expanded, nil
 }
 
-func sessionRule(g Grant) Rule {
+func sessionRule(g SessionGrant) Rule {
 	return Rule{Surface: g.Surface, Pattern: g.Pattern, Action: Allow, Origin: OriginSession}
 }
 
 // validateGrant refuses grants that would mean more than one surface or
 // nothing at all. A wildcard surface would make one approval cover every
 // surface it matches, which no dialog shows the human.
-func validateGrant(g Grant) error {
+func validateGrant(g SessionGrant) error {
 	switch {
 	case g.Surface == "":
 		return fmt.Errorf("%w: empty surface", ErrInvalidGrant)
@@ -161,11 +161,11 @@ func familyOf(surface string) string {
 }
 
 // Grants returns every recorded grant, in recording order.
-func (s *SessionRules) Grants() []Grant {
+func (s *SessionRules) Grants() []SessionGrant {
 	rules := s.load()
-	out := make([]Grant, len(rules))
+	out := make([]SessionGrant, len(rules))
 	for i, r := range rules {
-		out[i] = Grant{Surface: r.Surface, Pattern: r.Pattern}
+		out[i] = SessionGrant{Surface: r.Surface, Pattern: r.Pattern}
 	}
 	return out
 }
@@ -179,8 +179,8 @@ func (s *SessionRules) Len() int { return len(s.load()) }
 //
 // Grants are as recorded (families already expanded), in order.
 type Snapshot struct {
-	Version int     `json:"version"`
-	Grants  []Grant `json:"grants"`
+	Version int            `json:"version"`
+	Grants  []SessionGrant `json:"grants"`
 }
 
 // Snapshot returns the current grants for journaling.
@@ -237,14 +237,14 @@ func DecodeSnapshot(data []byte) (Snapshot, error) {
 	if len(items) > MaxSessionGrants {
 		return bad("grants", "%d grants, more than %d", len(items), MaxSessionGrants)
 	}
-	snap := Snapshot{Version: SnapshotVersion, Grants: make([]Grant, 0, len(items))}
+	snap := Snapshot{Version: SnapshotVersion, Grants: make([]SessionGrant, 0, len(items))}
 	for i, item := range items {
 		at := "grants[" + strconv.Itoa(i) + "]"
 		m, ok := exactObject(item, "surface", "pattern")
 		if !ok {
 			return bad(at, "expected exactly {surface, pattern}")
 		}
-		var g Grant
+		var g SessionGrant
 		if firstByte(m["surface"]) != '"' || json.Unmarshal(m["surface"], &g.Surface) != nil {
 			return bad(at+".surface", "expected a string")
 		}

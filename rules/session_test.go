@@ -14,15 +14,15 @@ func TestRecordWidths(t *testing.T) {
 	tests := []struct {
 		name  string
 		width Width
-		grant Grant
-		want  []Grant
+		grant SessionGrant
+		want  []SessionGrant
 	}{
-		{"proven keeps the surface", WidthProven, Grant{"path_write", "src/*"}, []Grant{{"path_write", "src/*"}}},
-		{"zero width is proven", "", Grant{"path_write", "src/*"}, []Grant{{"path_write", "src/*"}}},
-		{"family widens to both directions", WidthFamily, Grant{"path_write", "src/*"}, []Grant{{"path_read", "src/*"}, {"path_write", "src/*"}}},
-		{"family of external_directory", WidthFamily, Grant{"external_directory_read", "/o/*"}, []Grant{{"external_directory_read", "/o/*"}, {"external_directory_write", "/o/*"}}},
-		{"a bare family grant expands even when proven", WidthProven, Grant{"path", "src/*"}, []Grant{{"path_read", "src/*"}, {"path_write", "src/*"}}},
-		{"family of a non-path surface is the surface", WidthFamily, Grant{"bash", "git status *"}, []Grant{{"bash", "git status *"}}},
+		{"proven keeps the surface", WidthProven, SessionGrant{"path_write", "src/*"}, []SessionGrant{{"path_write", "src/*"}}},
+		{"zero width is proven", "", SessionGrant{"path_write", "src/*"}, []SessionGrant{{"path_write", "src/*"}}},
+		{"family widens to both directions", WidthFamily, SessionGrant{"path_write", "src/*"}, []SessionGrant{{"path_read", "src/*"}, {"path_write", "src/*"}}},
+		{"family of external_directory", WidthFamily, SessionGrant{"external_directory_read", "/o/*"}, []SessionGrant{{"external_directory_read", "/o/*"}, {"external_directory_write", "/o/*"}}},
+		{"a bare family grant expands even when proven", WidthProven, SessionGrant{"path", "src/*"}, []SessionGrant{{"path_read", "src/*"}, {"path_write", "src/*"}}},
+		{"family of a non-path surface is the surface", WidthFamily, SessionGrant{"bash", "git status *"}, []SessionGrant{{"bash", "git status *"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestRecordWidths(t *testing.T) {
 func TestFamilyGrantResolves(t *testing.T) {
 	for _, width := range []Width{WidthProven, WidthFamily} {
 		p := mustPolicy(t, `{}`, Options{})
-		if _, err := p.Sessions().Record(width, Grant{"path_write", "/repo/*"}); err != nil {
+		if _, err := p.Sessions().Record(width, SessionGrant{"path_write", "/repo/*"}); err != nil {
 			t.Fatal(err)
 		}
 		read := p.Resolve(Query{Surface: "path_read", MatchValues: []string{"/repo/a"}})
@@ -62,17 +62,17 @@ func TestRecordRefuses(t *testing.T) {
 	s := NewSessionRules(testHome)
 	for _, tt := range []struct {
 		width Width
-		g     Grant
+		g     SessionGrant
 	}{
-		{WidthProven, Grant{"", "x"}},
-		{WidthProven, Grant{"bash", ""}},
-		{WidthProven, Grant{"*", "*"}},
-		{WidthProven, Grant{"mcp_?", "x"}},
-		{WidthProven, Grant{"bash", strings.Repeat("x", MaxGrantLength+1)}},
-		{WidthProven, Grant{"bash", "\xff"}},
-		{"everything", Grant{"bash", "x"}},
+		{WidthProven, SessionGrant{"", "x"}},
+		{WidthProven, SessionGrant{"bash", ""}},
+		{WidthProven, SessionGrant{"*", "*"}},
+		{WidthProven, SessionGrant{"mcp_?", "x"}},
+		{WidthProven, SessionGrant{"bash", strings.Repeat("x", MaxGrantLength+1)}},
+		{WidthProven, SessionGrant{"bash", "\xff"}},
+		{"everything", SessionGrant{"bash", "x"}},
 	} {
-		if _, err := s.Record(tt.width, Grant{"bash", "ok"}, tt.g); !errors.Is(err, ErrInvalidGrant) {
+		if _, err := s.Record(tt.width, SessionGrant{"bash", "ok"}, tt.g); !errors.Is(err, ErrInvalidGrant) {
 			t.Errorf("Record(%q, %+v) = %v, want ErrInvalidGrant", tt.width, tt.g, err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestRecordRefuses(t *testing.T) {
 func TestRecordDeduplicates(t *testing.T) {
 	s := NewSessionRules(testHome)
 	for range 3 {
-		if _, err := s.Record(WidthProven, Grant{"bash", "git status *"}, Grant{"bash", "git status *"}); err != nil {
+		if _, err := s.Record(WidthProven, SessionGrant{"bash", "git status *"}, SessionGrant{"bash", "git status *"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestRecordDeduplicates(t *testing.T) {
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	s := NewSessionRules(testHome)
-	if _, err := s.Record(WidthFamily, Grant{"path_write", "~/src/*"}, Grant{"bash", "git status *"}); err != nil {
+	if _, err := s.Record(WidthFamily, SessionGrant{"path_write", "~/src/*"}, SessionGrant{"bash", "git status *"}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := json.Marshal(s.Snapshot())
@@ -111,7 +111,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := NewSessionRules(testHome)
-	if _, err := restored.Record(WidthProven, Grant{"bash", "dropped on restore"}); err != nil {
+	if _, err := restored.Record(WidthProven, SessionGrant{"bash", "dropped on restore"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := restored.Restore(snap); err != nil {
@@ -177,7 +177,7 @@ func TestSessionRulesConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 200 {
-				if _, err := p.Sessions().Record(WidthProven, Grant{"bash", fmt.Sprintf("cmd-%d-%d *", w, i)}); err != nil {
+				if _, err := p.Sessions().Record(WidthProven, SessionGrant{"bash", fmt.Sprintf("cmd-%d-%d *", w, i)}); err != nil {
 					t.Error(err)
 					return
 				}

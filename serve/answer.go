@@ -102,9 +102,9 @@ func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.De
 	if d.SessionGrantWidth == wire.GrantFamily {
 		width = rules.WidthFamily
 	}
-	gs := make([]rules.Grant, len(chosen))
+	gs := make([]rules.SessionGrant, len(chosen))
 	for i, g := range chosen {
-		gs[i] = rules.Grant{Surface: g.Surface, Pattern: g.Pattern}
+		gs[i] = rules.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
 	}
 	defer b.Journal.Recording()() // a reload waits until the grant is journaled
 	sessions := b.Policy.Sessions()

@@ -222,7 +222,7 @@ func (b *Broker) orphaned(req wire.Request) string {
 // records it (auto_approved or auto_denied), for finish to write.
 func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, string, bool) {
 	var (
-		rd rules.Decision
+		rd rules.Resolution
 		by func() provenance.Source
 	)
 	switch {

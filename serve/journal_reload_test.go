@@ -148,7 +148,7 @@ func TestRecordingAfterARevokeKeepsItRevoked(t *testing.T) {
 	<-term.asked
 	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}
 	<-d
-	want := []rules.Grant{{Surface: "bash", Pattern: "git push *"}}
+	want := []rules.SessionGrant{{Surface: "bash", Pattern: "git push *"}}
 	listing, err := cli.List()
 	if err != nil || len(listing.Grants) != 1 || listing.Grants[0].Pattern != want[0].Pattern {
 		t.Errorf("journal %+v, %v; want %v", listing, err, want)

@@ -12,8 +12,8 @@ import (
 type Ask struct {
 	Request wire.Request
 	// Resolution is the recorded authority's answer (an ask), or the zero
-	// Decision when the request carried no accessIntent (the ask floor).
-	Resolution rules.Decision
+	// Resolution when the request carried no accessIntent (the ask floor).
+	Resolution rules.Resolution
 }
 
 // Terminal decides the asks that neither the rules nor the chain decided:

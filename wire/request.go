@@ -51,15 +51,15 @@ type Request struct {
 	RequesterPID int
 }
 
-// Grant is one suggested session grant: allow Pattern on Surface.
-type Grant struct {
+// SuggestedGrant is one suggested session grant: allow Pattern on Surface.
+type SuggestedGrant struct {
 	Surface string
 	Pattern string
 }
 
 // SessionApproval is the grants a "yes, for this session" answer records.
 type SessionApproval struct {
-	Grants []Grant
+	Grants []SuggestedGrant
 	// Legacy marks the pi 20.7.3 shape {surface, patterns[]}, which
 	// encodes back to that shape; all its grants share one surface.
 	Legacy bool
@@ -204,7 +204,7 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 		if !ok || len(items) == 0 {
 			return nil, &FieldError{Field: path + ".grants", Reason: "expected a non-empty array of {surface, pattern}"}
 		}
-		sa := &SessionApproval{Grants: make([]Grant, 0, len(items))}
+		sa := &SessionApproval{Grants: make([]SuggestedGrant, 0, len(items))}
 		for i, item := range items {
 			g, err := asObject(item)
 			if err != nil {
@@ -218,7 +218,7 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 			if ferr != nil {
 				return nil, ferr.at(itemPath(path+".grants", i) + ".pattern")
 			}
-			sa.Grants = append(sa.Grants, Grant{Surface: surface, Pattern: pattern})
+			sa.Grants = append(sa.Grants, SuggestedGrant{Surface: surface, Pattern: pattern})
 		}
 		return sa, nil
 	}
@@ -231,12 +231,12 @@ func decodeSessionApproval(raw json.RawMessage) (*SessionApproval, *FieldError) 
 	if ferr != nil {
 		return nil, ferr
 	}
-	sa := &SessionApproval{Legacy: true, Grants: make([]Grant, 0, len(patterns))}
+	sa := &SessionApproval{Legacy: true, Grants: make([]SuggestedGrant, 0, len(patterns))}
 	for i, p := range patterns {
 		if p == "" {
 			return nil, &FieldError{Field: itemPath(path+".patterns", i), Reason: "empty, expected a pattern"}
 		}
-		sa.Grants = append(sa.Grants, Grant{Surface: surface, Pattern: p})
+		sa.Grants = append(sa.Grants, SuggestedGrant{Surface: surface, Pattern: p})
 	}
 	return sa, nil
 }

@@ -228,7 +228,7 @@ func buildRequest(f askFlags, getenv func(string) string, stdin io.Reader) (wire
 		if !ok || surface == "" || pattern == "" {
 			return wire.Request{}, "", fmt.Errorf("--grant %q: expected surface:pattern, e.g. bash:git status *", g)
 		}
-		ask.Grants = append(ask.Grants, wire.Grant{Surface: surface, Pattern: pattern})
+		ask.Grants = append(ask.Grants, wire.SuggestedGrant{Surface: surface, Pattern: pattern})
 	}
 	target, _ := forward.ResolveTarget(f.parent, f.session, getenv)
 	req, err := ask.Request(id, orPlaceholder(target), now)
