@@ -151,11 +151,7 @@ func (c *Chain) Resolve(ctx context.Context, req wire.Request) (decision.Decisio
 			enforcing = append(enforcing, m.Link.Name())
 		}
 	}
-	details := map[string]any{reviewlog.KeyRequestID: req.ID, "links": orEmpty(enforcing)}
-	if len(shadows) > 0 {
-		details["shadowLinks"] = shadows
-	}
-	c.write(reviewlog.ChainResolved, details)
+	c.write(reviewlog.ChainResolvedEntry{RequestID: req.ID, Links: orEmpty(enforcing), ShadowLinks: shadows})
 
 	for _, m := range c.members {
 		if m.Mode == Shadow {
@@ -211,7 +207,7 @@ func (c *Chain) ask(ctx context.Context, m Member, req wire.Request) outcome {
 func (c *Chain) consult(ctx context.Context, m Member, req wire.Request) (decision.Decision, bool) {
 	o := c.ask(ctx, m, req)
 	name := m.Link.Name()
-	c.write(reviewlog.LinkVerdict, linkDetails(req.ID, name, o))
+	c.write(linkEntry(req.ID, name, o))
 	if o.err != nil {
 		c.logger.Warn().Str("link", name).Str("requestId", req.ID).Err(o.err).
 			Str("onFailure", o.verdict.Kind.String()).Msg("authorizer link failed")
@@ -246,37 +242,33 @@ func (c *Chain) startShadow(m Member, req wire.Request) {
 	go func() {
 		defer c.shadow.Done()
 		o := c.ask(c.shadowCtx, m, req)
-		d := linkDetails(req.ID, m.Link.Name(), o)
-		c.write(reviewlog.LinkShadow, d)
+		c.write(reviewlog.LinkShadowEntry(linkEntry(req.ID, m.Link.Name(), o)))
 	}()
 }
 
-// linkDetails is the review entry of one consultation.
-func linkDetails(requestID, name string, o outcome) map[string]any {
-	d := map[string]any{
-		reviewlog.KeyRequestID: requestID,
-		"name":                 name,
-		"verdict":              o.verdict.Kind.String(),
-		"reason":               nil,
-		"latencyMs":            float64(o.latency.Microseconds()) / 1000,
+// linkEntry is the review entry of one consultation.
+func linkEntry(requestID, name string, o outcome) reviewlog.LinkVerdictEntry {
+	e := reviewlog.LinkVerdictEntry{
+		RequestID: requestID,
+		Name:      name,
+		Verdict:   o.verdict.Kind.String(),
+		LatencyMs: float64(o.latency.Microseconds()) / 1000,
 	}
-	if o.verdict.Kind == authorizer.Deny && o.verdict.Reason != "" {
-		d["reason"] = o.verdict.Reason
+	if o.verdict.Kind == authorizer.Deny {
+		e.Reason = o.verdict.Reason
 	}
 	if o.capped {
-		d["capped"] = true
-		d["linkVerdict"] = authorizer.Allow.String()
+		e.Capped, e.LinkVerdict = true, authorizer.Allow.String()
 	}
 	if o.err != nil {
-		d["failure"] = failureCause(o.err)
-		d["error"] = o.err.Error()
+		e.Failure, e.Error = failureCause(o.err), o.err
 	}
-	return d
+	return e
 }
 
-func (c *Chain) write(event string, details map[string]any) {
-	if err := c.log.Write(event, details); err != nil {
-		c.logger.Error().Err(err).Str("event", event).Msg("review log write failed")
+func (c *Chain) write(e reviewlog.Entry) {
+	if err := c.log.Emit(e); err != nil {
+		c.logger.Error().Err(err).Str("event", e.Event()).Msg("review log write failed")
 	}
 }
 

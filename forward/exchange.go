@@ -60,7 +60,7 @@ func (x *exchange) open(ctx context.Context) (decision.Decision, bool) {
 	respPath, err2 := c.Layout.ResponsePath(target, req.ID)
 	data, err3 := wire.EncodeRequest(*req)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "invalid request", "error": err.Error()})
+		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "invalid request", Error: err})
 		return c.abandon(*req, "", ReasonNotWritten), false
 	}
 	x.reqPath, x.respPath, x.data, x.digest = reqPath, respPath, data, wire.RequestDigest(data)
@@ -68,10 +68,10 @@ func (x *exchange) open(ctx context.Context) (decision.Decision, bool) {
 	wait, err := c.armWait(ctx, target, respPath)
 	if err != nil {
 		if ie := (*inboxError)(nil); errors.As(err, &ie) {
-			c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "preparing the mailbox", "error": err.Error()})
+			c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "preparing the mailbox", Error: err})
 			return c.abandon(*req, "", fmt.Sprintf(reasonDirsFormat, target)), false
 		}
-		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "watching for the response", "error": err.Error()})
+		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "watching for the response", Error: err})
 		return c.abandon(*req, "", ReasonNotWritten), false
 	}
 	x.wait = wait
@@ -103,9 +103,9 @@ func (x *exchange) close() {
 func (x *exchange) write() bool {
 	c, req, target := x.c, &x.req, x.req.TargetSessionID
 	if c.Log != nil {
-		c.log(reviewlog.ForwardedRequestCreated, map[string]any{
-			"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
-			"targetSessionId": target, "requestPath": x.reqPath, "responsePath": x.respPath,
+		c.log(reviewlog.ForwardedRequestCreatedEntry{
+			RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID,
+			TargetSessionID: target, RequestPath: x.reqPath, ResponsePath: x.respPath,
 		})
 	}
 	err := c.Layout.WriteRequest(target, req.ID, x.data)
@@ -118,7 +118,7 @@ func (x *exchange) write() bool {
 		}
 	}
 	if err != nil {
-		c.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": ReasonNotWritten, "error": err.Error()})
+		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: ReasonNotWritten, Error: err})
 		return false
 	}
 	// The shared watch signals what arrives from now on. A file that was
@@ -223,10 +223,10 @@ func (x *exchange) judgeLiveness() (decision.Decision, bool) {
 		return x.answer()
 	}
 	reason := fmt.Sprintf(reasonNotServingFmt, target)
-	c.log(reviewlog.ForwardedNoServingSession, map[string]any{
-		"requestId": x.req.ID, "requesterSessionId": x.req.RequesterSessionID, "targetSessionId": target,
-		"servingChannel": "heartbeat", "servingState": s.State.String(), "servingSessionIds": []string{},
-		"approved": false, "decidedBy": provenance.Unavailable{Reason: reason},
+	c.log(reviewlog.ForwardedNoServingSessionEntry{
+		RequestID: x.req.ID, RequesterSessionID: x.req.RequesterSessionID, TargetSessionID: target,
+		ServingChannel: "heartbeat", ServingState: s.State.String(), ServingSessionIDs: []string{},
+		DecidedBy: provenance.Unavailable{Reason: reason},
 	})
 	return x.abandon(reason), true
 }
@@ -276,11 +276,11 @@ func (x *exchange) recheckC() <-chan time.Time {
 // timedOut gives up on an ask nobody answered within timeout.
 func (x *exchange) timedOut(timeout time.Duration) decision.Decision {
 	c, req, target := x.c, &x.req, x.req.TargetSessionID
-	c.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": fmt.Sprintf("Timed out waiting for forwarded permission response '%s'", x.respPath)})
+	c.log(reviewlog.ForwardingWarningEntry{RequestID: reviewlog.Str(req.ID), Message: fmt.Sprintf("Timed out waiting for forwarded permission response '%s'", x.respPath)})
 	reason := fmt.Sprintf(reasonNoAnswerFormat, target, seconds(timeout))
-	c.log(reviewlog.ForwardedResponseTimedOut, map[string]any{
-		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "targetSessionId": target,
-		"responsePath": x.respPath, "approved": false, "decidedBy": provenance.Unavailable{Reason: reason},
+	c.log(reviewlog.ForwardedResponseTimedOutEntry{
+		RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, TargetSessionID: target,
+		ResponsePath: x.respPath, DecidedBy: provenance.Unavailable{Reason: reason},
 	})
 	return x.abandon(reason)
 }
@@ -324,9 +324,9 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 			if waitAbsent && errors.Is(readErr, fs.ErrNotExist) {
 				return decision.Decision{}, gotNothing
 			}
-			c.log(reviewlog.ForwardingWarning, map[string]any{
-				"requestId": req.ID, "message": "Refused a forwarded permission response; waiting for the parent's own answer",
-				"responsePath": respPath, "error": readErr.Error(),
+			c.log(reviewlog.ForwardingWarningEntry{
+				RequestID: reviewlog.Str(req.ID), Message: "Refused a forwarded permission response; waiting for the parent's own answer",
+				ResponsePath: respPath, Error: readErr,
 			})
 			c.warn(fmt.Errorf("refused %s, waiting for the parent's own answer: %w", respPath, readErr))
 			return decision.Decision{}, gotRefused
@@ -342,9 +342,8 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 		c.warn(fmt.Errorf("response %s: dropped %w", respPath, d))
 	}
 	if readErr != nil {
-		c.log(reviewlog.ForwardedResponseReceived, map[string]any{
-			"requestId": req.ID, "approved": nil, "state": nil, "denialReason": nil, "responderSessionId": nil,
-			"targetSessionId": target, "responsePath": respPath, "error": readErr.Error(),
+		c.log(reviewlog.ForwardedResponseReceivedEntry{
+			RequestID: req.ID, TargetSessionID: target, ResponsePath: respPath, Error: readErr,
 		})
 		reason := ReasonUnreadable
 		if errors.Is(readErr, wire.ErrForeignResponse) || errors.Is(readErr, wire.ErrUnboundResponse) {
@@ -356,9 +355,10 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 	}
 	d = decision.FromResponse(resp)
 	if c.Log != nil {
-		c.log(reviewlog.ForwardedResponseReceived, map[string]any{
-			"requestId": req.ID, "approved": resp.Approved, "state": string(resp.State), "denialReason": nullable(resp.DenialReason),
-			"responderSessionId": resp.ResponderSessionID, "targetSessionId": target, "responsePath": respPath, "decidedBy": d.DecidedBy,
+		c.log(reviewlog.ForwardedResponseReceivedEntry{
+			RequestID: req.ID, TargetSessionID: target, ResponsePath: respPath,
+			Approved: resp.Approved, State: string(resp.State), DenialReason: resp.DenialReason,
+			ResponderSessionID: resp.ResponderSessionID, DecidedBy: d.DecidedBy,
 		})
 	}
 	c.logFinal(req.ID, d)

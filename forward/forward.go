@@ -123,8 +123,8 @@ func (c *Client) warn(err error) {
 	}
 }
 
-func (c *Client) log(event string, details map[string]any) {
-	if err := c.Log.Write(event, details); err != nil {
+func (c *Client) log(e reviewlog.Entry) {
+	if err := c.Log.Emit(e); err != nil {
 		c.warn(err)
 	}
 }
@@ -132,9 +132,9 @@ func (c *Client) log(event string, details map[string]any) {
 // Unresolved is the decision when no parent session could be resolved.
 // The caller logs nothing else: there is no request to speak of.
 func (c *Client) Unresolved(requestID string) decision.Decision {
-	c.log(reviewlog.ForwardingError, map[string]any{
-		"requestId": requestID,
-		"message": ReasonNoTarget + ": checked --parent, " + EnvRouterParent + " and " + EnvSubagentParent +
+	c.log(reviewlog.ForwardingErrorEntry{
+		RequestID: reviewlog.Str(requestID),
+		Message: ReasonNoTarget + ": checked --parent, " + EnvRouterParent + " and " + EnvSubagentParent +
 			"; subagent integrations should set " + EnvSubagentParent,
 	})
 	d := decision.NobodyAnswered(ReasonNoTarget)
@@ -199,10 +199,6 @@ func (c *Client) logFinal(requestID string, d decision.Decision) {
 	if c.Log == nil {
 		return // spares building the entry
 	}
-	event := reviewlog.RequestDenied
-	if d.Approved() {
-		event = reviewlog.RequestApproved
-	}
 	outcome := provenance.OutcomeDenied
 	switch {
 	case d.State == decision.StateApprovedForSession:
@@ -210,26 +206,22 @@ func (c *Client) logFinal(requestID string, d decision.Decision) {
 	case d.Approved():
 		outcome = provenance.OutcomeApproved
 	}
-	details := map[string]any{
-		"requestId": requestID, "approved": d.Approved(), "state": string(d.State),
-		"resolution": string(provenance.ResolutionFor(d.DecidedBy, outcome)), "denialReason": nullable(d.DenialReason),
-		"decidedBy": d.DecidedBy,
+	e := reviewlog.RequestApprovedEntry{
+		RequestID: requestID, State: string(d.State), Resolution: string(provenance.ResolutionFor(d.DecidedBy, outcome)),
+		DenialReason: d.DenialReason, DecidedBy: d.DecidedBy,
 	}
 	if d.State == decision.StateApprovedForSession {
 		width := d.SessionGrantWidth
 		if width == "" {
 			width = wire.GrantProven
 		}
-		details["sessionGrantWidth"] = string(width)
+		e.SessionGrantWidth = string(width)
 	}
-	c.log(event, details)
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
+	if d.Approved() {
+		c.log(e)
+	} else {
+		c.log(reviewlog.RequestDeniedEntry(e))
 	}
-	return s
 }
 
 func (c *Client) discard(path string) {
@@ -247,8 +239,8 @@ func (c *Client) cleanup(target string) {
 // LogLocal writes the terminal entry of an ask a local session grant
 // answered without forwarding.
 func (c *Client) LogLocal(req wire.Request, d decision.Decision) {
-	c.log(reviewlog.RequestSessionApproved, map[string]any{
-		"requestId": req.ID, "requesterAgentName": req.RequesterAgentName, "requesterSessionId": req.RequesterSessionID,
-		"approved": true, "state": string(d.State), "resolution": string(provenance.ResolutionSessionApproved), "decidedBy": d.DecidedBy,
+	c.log(reviewlog.RequestSessionApprovedEntry{
+		RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID,
+		State: string(d.State), Resolution: string(provenance.ResolutionSessionApproved), DecidedBy: d.DecidedBy,
 	})
 }

@@ -141,9 +141,7 @@ func loadMembers(ctx context.Context, links []rules.AuthorizerLink, log *reviewl
 			members[i] = m
 			logger.Error().Str("link", spec.Name).Str("path", spec.Path).Str("at", spec.At).Err(err).
 				Msg("authorizer link disabled: every ask gets its failure verdict")
-			if werr := log.Write(reviewlog.LinkDisabled, map[string]any{
-				"name": spec.Name, "path": spec.Path, "error": err.Error(),
-			}); werr != nil {
+			if werr := log.Emit(reviewlog.LinkDisabledEntry{Name: spec.Name, Path: spec.Path, Error: err}); werr != nil {
 				logger.Error().Err(werr).Msg("review log write failed")
 			}
 			continue

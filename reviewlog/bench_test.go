@@ -76,23 +76,81 @@ func forwardedDetails() map[string]any {
 	}
 }
 
+// The same facts as autoApprovedDetails and approvedDetails, as entries.
+func autoApprovedEntry() ForwardedAutoApprovedEntry {
+	d := autoApprovedDetails()
+	return ForwardedAutoApprovedEntry{
+		RequestID:   d["requestId"].(string),
+		Parties:     benchParties(d),
+		RequestPath: d["requestPath"].(string),
+		DecidedBy:   d["decidedBy"].(provenance.Rule),
+	}
+}
+
+func approvedEntry() ForwardedApprovedEntry {
+	d := approvedDetails()
+	return ForwardedApprovedEntry{
+		RequestID:    d["requestId"].(string),
+		Parties:      benchParties(d),
+		ResponsePath: d["responsePath"].(string),
+		Resolution:   d["resolution"].(string),
+		DecidedBy:    d["decidedBy"].(provenance.Rule),
+	}
+}
+
+func benchParties(d map[string]any) Parties {
+	return Parties{
+		RequesterAgentName: d["requesterAgentName"].(string),
+		RequesterSessionID: d["requesterSessionId"].(string),
+		TargetSessionID:    d["targetSessionId"].(string),
+	}
+}
+
+// responseReceived is a child's entry for an ask its parent's authorizer
+// denied, and the map its call site built for it before entries had types.
+func responseReceived() (ForwardedResponseReceivedEntry, map[string]any) {
+	reason := "the command writes outside the workspace: \"/etc/hosts\" is not under /home/dev/src"
+	by := provenance.Forwarded{
+		ResponderSessionID: provenance.Str("019a3b7c-4c1d-7e00-9b3a-1b5c8d9e0f2a"),
+		Decision:           provenance.Authorizer{Name: "model-judge", Verdict: provenance.VerdictDeny, Reason: &reason},
+	}
+	e := ForwardedResponseReceivedEntry{
+		RequestID:          "perm-1757000000456-0b1c2d",
+		TargetSessionID:    "019a3b7c-4c1d-7e00-9b3a-1b5c8d9e0f2a",
+		ResponsePath:       "/home/dev/.pi/agent/permission-forwarding/sessions/019a3b7c-4c1d-7e00-9b3a-1b5c8d9e0f2a/responses/perm-1757000000456-0b1c2d.json",
+		State:              "denied_with_reason",
+		DenialReason:       reason,
+		ResponderSessionID: "019a3b7c-4c1d-7e00-9b3a-1b5c8d9e0f2a",
+		DecidedBy:          by,
+	}
+	return e, map[string]any{
+		"requestId": e.RequestID, "approved": false, "state": e.State, "denialReason": reason,
+		"responderSessionId": e.ResponderSessionID, "targetSessionId": e.TargetSessionID, "responsePath": e.ResponsePath, "decidedBy": by,
+	}
+}
+
 type benchEntry struct {
 	event   string
 	details map[string]any
 }
 
-// BenchmarkWrite measures one Write of each shape to io.Discard, so the
-// figure is the cost of building the line, not of the disk. "ask" is the
-// pair the broker writes for every rule-resolved ask.
+// BenchmarkWrite measures the entries of each shape to io.Discard, so the
+// figure is the cost of building the line, not of the disk: "ask" is the
+// pair the broker writes for every rule-resolved ask. The entries go
+// through Emit, except forwarded_nested, a map of free-form values through
+// Write.
 func BenchmarkWrite(b *testing.B) {
+	received, _ := responseReceived()
 	shapes := []struct {
 		name    string
-		entries []benchEntry
+		entries []Entry
+		details []benchEntry
 	}{
-		{"auto_approved", []benchEntry{{ForwardedAutoApproved, autoApprovedDetails()}}},
-		{"approved", []benchEntry{{ForwardedApproved, approvedDetails()}}},
-		{"ask", []benchEntry{{ForwardedAutoApproved, autoApprovedDetails()}, {ForwardedApproved, approvedDetails()}}},
-		{"forwarded_nested", []benchEntry{{RequestDenied, forwardedDetails()}}},
+		{name: "auto_approved", entries: []Entry{autoApprovedEntry()}},
+		{name: "approved", entries: []Entry{approvedEntry()}},
+		{name: "ask", entries: []Entry{autoApprovedEntry(), approvedEntry()}},
+		{name: "response_received", entries: []Entry{received}},
+		{name: "forwarded_nested", details: []benchEntry{{RequestDenied, forwardedDetails()}}},
 	}
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
@@ -100,6 +158,11 @@ func BenchmarkWrite(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, e := range s.entries {
+					if err := l.Emit(e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, e := range s.details {
 					if err := l.Write(e.event, e.details); err != nil {
 						b.Fatal(err)
 					}

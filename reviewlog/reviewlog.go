@@ -10,9 +10,19 @@
 //	{"timestamp":"2026-07-15T10:11:12.345Z","extension":"courier","stream":"review","event":"…", …details}
 //
 // where timestamp is UTC with millisecond precision, exactly as JavaScript's
-// Date.prototype.toISOString prints it. The details follow in key order. The
-// four prefix keys are reserved: a detail under one of those names is
-// dropped, so no detail value can make a line claim a different event or time.
+// Date.prototype.toISOString prints it. The details follow in key order (the
+// byte order of the key names). The four prefix keys are reserved: a detail
+// under one of those names is dropped, so no detail value can make a line
+// claim a different event or time.
+//
+// # Entries
+//
+// Each event courier writes has a type, named after the event with Entry
+// after it ([ForwardedPromptedEntry] for [ForwardedPrompted]), whose fields
+// are the event's details and whose comment is the event's documentation;
+// [Log.Emit] writes one. [Log.Write] takes an event name and a map of
+// details instead: it is the general definition of a line, which every
+// entry's line must equal for the same details (entries_test.go).
 //
 // # What reaches the file
 //
@@ -35,7 +45,9 @@
 // (strings, numbers, booleans, map[string]any, []any, []string and the
 // output of MarshalJSON methods) are written directly, byte for byte as the
 // round trip would write them, because the round trip cost a quarter of a
-// busy broker's CPU. Other values still take it.
+// busy broker's CPU. Other values still take it. An entry goes further: its
+// keys are fixed and none is sensitive, so its strings are only escaped and
+// cut, and only what it holds of free form (decidedBy) is masked.
 //
 // # Durability and failure
 //
@@ -47,9 +59,9 @@
 // every decision's hot path. Call [Log.Sync] where durability matters (at
 // shutdown).
 //
-// A write error is returned to the caller of [Log.Write] rather than going
-// to zerolog's global error handler, so a broker can notice that its audit
-// trail stopped. After a write that failed part-way, the next line starts
+// A write error is returned to the caller of [Log.Emit] or [Log.Write]
+// rather than going to zerolog's global error handler, so a broker can
+// notice that its audit trail stopped. After a write that failed part-way, the next line starts
 // with a newline so that the torn fragment stays a line of its own and every
 // later line still parses.
 package reviewlog
@@ -252,9 +264,10 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Write appends one entry for event with the given details. It returns an
-// error only when the line did not reach the file whole: the log is closed,
-// or the write failed.
+// Write appends one entry for event with the given details: a line of any
+// shape. Entries of courier's events go through [Log.Emit]; Write is the
+// definition their lines are held to. It returns an error only when the
+// line did not reach the file whole: the log is closed, or the write failed.
 //
 // A detail value that cannot be encoded as JSON (a channel, a NaN, a cycle,
 // a failing or panicking MarshalJSON) does not cost the entry: it is logged
@@ -270,6 +283,13 @@ func (l *Log) Write(event string, details map[string]any) error {
 	}
 	r := l.render(details)
 	defer putRenderer(r)
+	return l.writeLine(event, r)
+}
+
+// writeLine writes the line of one entry: the prefix, then the details r
+// rendered, in r's order. [Log.Write] and [Log.Emit] both end here, so the
+// two build their lines one way.
+func (l *Log) writeLine(event string, r *renderer) error {
 	// The timestamp is plain ASCII, for which zerolog's Bytes writes what
 	// its Str would, without making a string of it first.
 	var stamp [len(timestampLayout) + 8]byte
@@ -328,15 +348,19 @@ func (l *Log) render(details map[string]any) *renderer {
 // an object under its own key, so a top-level "token" is masked by the
 // same rule as a nested one.
 func (l *Log) renderGeneric(key string, v any) []byte {
+	return renderGeneric(key, v, l.width)
+}
+
+func renderGeneric(key string, v any, width int) []byte {
 	tree, err := normalize(v)
 	if err != nil {
 		tree = "[unloggable: " + err.Error() + "]"
 	}
-	wrapped := sanitize(map[string]any{key: tree}, l.width).(map[string]any)
+	wrapped := sanitize(map[string]any{key: tree}, width).(map[string]any)
 	raw, err := encode(wrapped[key])
 	if err != nil {
 		// Unreachable: the tree holds only types encoding/json produced.
-		raw, _ = encode(capString("[unloggable: "+err.Error()+"]", l.width))
+		raw, _ = encode(capString("[unloggable: "+err.Error()+"]", width))
 	}
 	return raw
 }

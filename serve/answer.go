@@ -26,14 +26,14 @@ type answeredAt struct {
 
 // finish applies the grant scope, writes the response atomically, bound to
 // the request bytes (digest) it decides, and only then removes the request.
-// ruled, when not empty, is the review event of the recorded authority
-// that decided (auto_approved, auto_denied); it is logged once the
-// response is written (or could not be), before finish's own entry.
+// ruled says the recorded authority decided: its review entry
+// (auto_approved, auto_denied) is logged once the response is written (or
+// could not be), before finish's own entry.
 //
 // It returns answered, or retry when the response could not be written
 // (the decision is kept and written on the next delivery, not made again)
 // or the request could not be removed.
-func (b *Broker) finish(req wire.Request, path string, d decision.Decision, digest, ruled string) outcome {
+func (b *Broker) finish(req wire.Request, path string, d decision.Decision, digest string, ruled bool) outcome {
 	defer b.settle(req.ID)
 	if d.State == decision.StateApprovedForServingSession {
 		b.recordWholeSession(req, path, d)
@@ -51,7 +51,7 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
 		b.mu.Unlock()
 		b.logRuled(ruled, req, path, d)
-		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to write forwarded permission response", "responsePath": respPath, "error": err.Error()})
+		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to write forwarded permission response", ResponsePath: respPath, Error: err})
 		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
 		return retry
 	}
@@ -63,27 +63,29 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	b.mu.Unlock()
 	removed := b.remove(path)
 	b.logRuled(ruled, req, path, d)
-	event := reviewlog.ForwardedDenied
-	if d.Approved() {
-		event = reviewlog.ForwardedApproved
+	e := reviewlog.ForwardedApprovedEntry{
+		RequestID: req.ID, Parties: parties(&req), ResponsePath: respPath,
+		Resolution: string(d.State), DenialReason: d.DenialReason, DecidedBy: d.DecidedBy,
 	}
-	b.log(event, map[string]any{
-		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
-		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID,
-		"responsePath": respPath, "approved": d.Approved(), "resolution": string(d.State),
-		"denialReason": nullable(d.DenialReason), "decidedBy": d.DecidedBy,
-	})
+	if d.Approved() {
+		b.log(e)
+	} else {
+		b.log(reviewlog.ForwardedDeniedEntry(e))
+	}
 	return afterRemoval(removed, answered)
 }
 
-// logRuled writes the recorded authority's review entry, if any.
-func (b *Broker) logRuled(event string, req wire.Request, path string, d decision.Decision) {
-	if event == "" {
+// logRuled writes the recorded authority's review entry, when it decided.
+func (b *Broker) logRuled(ruled bool, req wire.Request, path string, d decision.Decision) {
+	if !ruled {
 		return
 	}
-	details := b.baseDetails(req, path)
-	details["decidedBy"] = d.DecidedBy
-	b.log(event, details)
+	e := reviewlog.ForwardedAutoApprovedEntry{RequestID: req.ID, Parties: parties(&req), RequestPath: path, DecidedBy: d.DecidedBy}
+	if d.Approved() {
+		b.log(e)
+	} else {
+		b.log(reviewlog.ForwardedAutoDeniedEntry(e))
+	}
 }
 
 // recordWholeSession records the grants the operator chose (d.Grants), or
@@ -110,24 +112,15 @@ func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.De
 	sessions := b.Policy.Sessions()
 	recorded, err := sessions.Record(width, gs...)
 	if err != nil {
-		b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to record session grants", "error": err.Error()})
+		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to record session grants", Error: err})
 		b.report(err)
 		return
 	}
 	if b.Journal != nil {
 		if err := b.Journal.Save(sessions); err != nil {
-			b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to journal session grants", "error": err.Error()})
+			b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to journal session grants", Error: err})
 			b.report(err)
 		}
 	}
-	details := b.baseDetails(req, path)
-	details["grants"] = recorded
-	b.log(reviewlog.ForwardedSessionRecorded, details)
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	b.log(reviewlog.ForwardedSessionRecordedEntry{RequestID: req.ID, Parties: parties(&req), RequestPath: path, Grants: loggedGrants(recorded)})
 }

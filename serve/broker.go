@@ -121,8 +121,8 @@ func (b *Broker) report(err error) {
 	}
 }
 
-func (b *Broker) log(event string, details map[string]any) {
-	if err := b.Log.Write(event, details); err != nil {
+func (b *Broker) log(e reviewlog.Entry) {
+	if err := b.Log.Emit(e); err != nil {
 		b.report(err)
 	}
 }
@@ -161,7 +161,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	if n, err := b.Layout.SweepServing(); err != nil {
 		b.report(fmt.Errorf("sweeping dead heartbeats: %w", err))
 	} else if n > 0 {
-		b.log(reviewlog.ForwardingWarning, map[string]any{"message": fmt.Sprintf("removed %d heartbeat records of dead serving sessions", n)})
+		b.log(reviewlog.ForwardingWarningEntry{Message: fmt.Sprintf("removed %d heartbeat records of dead serving sessions", n)})
 	}
 	b.inflight = make(map[string]*pending)
 	b.answered = make(map[string]time.Time)
@@ -176,7 +176,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}
 	publish()
-	b.log(reviewlog.ForwardedServingStarted, map[string]any{"sessionId": session})
+	b.log(reviewlog.ForwardedServingStartedEntry{SessionID: session})
 
 	// The watcher and the heartbeat outlive ctx until every pending
 	// request has its answer: children keep waiting while we shut down.
@@ -224,7 +224,7 @@ func (b *Broker) Run(ctx context.Context) error {
 			if err := heartbeat.Withdraw(); err != nil {
 				b.report(fmt.Errorf("withdrawing the heartbeat: %w", err))
 			}
-			b.log(reviewlog.ForwardedServingStopped, map[string]any{"sessionId": session})
+			b.log(reviewlog.ForwardedServingStoppedEntry{SessionID: session})
 			return nil
 		case now := <-ticker.C:
 			heartbeat, sweep := beat.due(now)
@@ -354,10 +354,8 @@ func (b *Broker) remove(path string) bool {
 	return true
 }
 
-// baseDetails are the fields every serving-side entry about a request has.
-func (b *Broker) baseDetails(req wire.Request, path string) map[string]any {
-	return map[string]any{
-		"requestId": req.ID, "source": "primary", "requesterAgentName": req.RequesterAgentName,
-		"requesterSessionId": req.RequesterSessionID, "targetSessionId": req.TargetSessionID, "requestPath": path,
-	}
+// parties is who asked whom, as every serving-side review entry about req
+// records it.
+func parties(req *wire.Request) reviewlog.Parties {
+	return reviewlog.Parties{RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID, TargetSessionID: req.TargetSessionID}
 }

@@ -76,11 +76,7 @@ func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	if req.AccessIntent != nil {
 		x.ask.Resolution = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
 	}
-	details := b.baseDetails(*req, b.requestPath(x.name))
-	if floor := x.ask.Resolution.Floor; floor != "" {
-		details["floor"] = floor
-	}
-	b.log(reviewlog.ForwardedPrompted, details)
+	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: parties(req), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor})
 	if b.Chain != nil {
 		if d, ok := b.Chain.Resolve(x.ctx, *req); ok {
 			return d, true
@@ -153,7 +149,7 @@ func (b *Broker) guardWithdraw(withdraw func(error), x *escalation, done func(de
 // failed is the gate_error denial of an ask whose deciding panicked.
 func (b *Broker) failed(req *wire.Request, r any) decision.Decision {
 	reason := fmt.Sprintf("deciding failed: %v", r)
-	b.log(reviewlog.ForwardingError, map[string]any{"requestId": req.ID, "message": "Failed to escalate forwarded permission request", "error": reason, "stack": string(debug.Stack())})
+	b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to escalate forwarded permission request", Error: errors.New(reason), Stack: string(debug.Stack())})
 	return decision.Deny("", provenance.GateError{Reason: reason})
 }
 
@@ -175,12 +171,12 @@ func (b *Broker) answerEscalated(x *escalation, d decision.Decision) outcome {
 	switch cause := context.Cause(x.ctx); {
 	case errors.Is(cause, errRequesterGone):
 		b.settle(req.ID)
-		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": cause.Error()})
+		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: req.ID, RequestPath: path, Reason: cause.Error()})
 		return dropped
 	case errors.Is(cause, errSessionEnded):
 		d = decision.NobodyAnswered(ReasonSessionEnded)
 	case errors.Is(cause, errPromptTimeout):
 		d = decision.NobodyAnswered(fmt.Sprintf("Nobody answered the prompt within %s", b.PromptTimeout))
 	}
-	return b.finish(*req, path, d, x.digest, "")
+	return b.finish(*req, path, d, x.digest, false)
 }

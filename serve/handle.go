@@ -87,7 +87,7 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 		return b.reject(path, "not a plain file this broker may read", err)
 	case err != nil:
 		// EACCES, EMFILE...: keep the request and try again on a rescan.
-		b.log(reviewlog.ForwardingError, map[string]any{"message": "Failed to read forwarded permission request", "requestPath": path, "error": err.Error()})
+		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
 		b.report(err)
 		return retry
 	}
@@ -108,10 +108,10 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 		return b.reject(path, fmt.Sprintf("it targets session %q, not this session %q", req.TargetSessionID, b.Session), nil)
 	}
 	for _, d := range fieldErrs {
-		b.log(reviewlog.ForwardingWarning, map[string]any{"requestId": req.ID, "message": "dropped a malformed optional field", "error": d.Error()})
+		b.log(reviewlog.ForwardingWarningEntry{RequestID: reviewlog.Str(req.ID), Message: "dropped a malformed optional field", Error: d})
 	}
 	if unwritten {
-		return b.finish(req, path, u.d, u.digest, "")
+		return b.finish(req, path, u.d, u.digest, false)
 	}
 	digest := wire.RequestDigest(data)
 	if answeredBefore || b.answeredOnDisk(req, path, digest) {
@@ -120,17 +120,17 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 		return afterRemoval(b.remove(path), dropped)
 	}
 	if why := b.orphaned(req); why != "" {
-		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": req.ID, "requestPath": path, "reason": why})
+		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: req.ID, RequestPath: path, Reason: why})
 		b.remove(path)
 		return dropped
 	}
 
 	reqCtx := b.register(ctx, req, name)
 	if context.Cause(ctx) == nil {
-		if d, event, decided := b.recordedAuthority(req); decided {
+		if d, decided := b.recordedAuthority(req); decided {
 			// The response first: the review entry that says the rules
 			// decided is written after it, off the child's wait.
-			return b.finish(req, path, d, digest, event)
+			return b.finish(req, path, d, digest, true)
 		}
 	}
 	b.escalated.Add(1)
@@ -140,11 +140,7 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 
 // reject logs a request file that cannot be served and removes it.
 func (b *Broker) reject(path, why string, err error) outcome {
-	details := map[string]any{"message": "Ignoring invalid forwarded permission request: " + why, "requestPath": path}
-	if err != nil {
-		details["error"] = err.Error()
-	}
-	b.log(reviewlog.ForwardingWarning, details)
+	b.log(reviewlog.ForwardingWarningEntry{Message: "Ignoring invalid forwarded permission request: " + why, RequestPath: path, Error: err})
 	if err != nil {
 		b.report(fmt.Errorf("ignoring %s: %s: %w", path, why, err))
 	} else {
@@ -196,11 +192,11 @@ func (b *Broker) answeredOnDisk(req wire.Request, path, digest string) bool {
 	if why == nil {
 		why = err
 	}
-	details := b.baseDetails(req, path)
-	details["message"] = "a response that does not answer this request was already there; answering over it"
-	details["responsePath"] = respPath
-	details["error"] = why.Error()
-	b.log(reviewlog.ForwardingWarning, details)
+	p := parties(&req)
+	b.log(reviewlog.ForwardingWarningEntry{
+		Message:   "a response that does not answer this request was already there; answering over it",
+		RequestID: reviewlog.Str(req.ID), Parties: &p, RequestPath: path, ResponsePath: respPath, Error: why,
+	})
 	b.report(fmt.Errorf("request %s: answering over %s, which does not answer it: %w", req.ID, respPath, why))
 	return false
 }
@@ -218,9 +214,8 @@ func (b *Broker) orphaned(req wire.Request) string {
 
 // recordedAuthority is the first step of resolution (see the package
 // doc): the rules and session grants, only for a request that carries the
-// child-fixed facts. With a decision it returns the review event that
-// records it (auto_approved or auto_denied), for finish to write.
-func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, string, bool) {
+// child-fixed facts.
+func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, bool) {
 	var (
 		rd rules.Resolution
 		by func() provenance.Source
@@ -237,13 +232,13 @@ func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, string,
 			return provenance.Rule{Surface: "bash", Pattern: rd.Pattern, Origin: provenance.Str(DisplayValueOrigin + "/" + string(rd.Origin))}
 		}
 	default:
-		return decision.Decision{}, "", false
+		return decision.Decision{}, false
 	}
 	switch rd.Action {
 	case rules.Allow:
-		return decision.Allow(by()), reviewlog.ForwardedAutoApproved, true
+		return decision.Allow(by()), true
 	case rules.Deny:
-		return decision.Deny(rd.Reason, by()), reviewlog.ForwardedAutoDenied, true
+		return decision.Deny(rd.Reason, by()), true
 	}
-	return decision.Decision{}, "", false
+	return decision.Decision{}, false
 }

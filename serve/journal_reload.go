@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/rules"
 )
 
 // reloadJournal takes in the grant journal when someone else changed it
@@ -20,9 +21,9 @@ func (b *Broker) reloadJournal() {
 	sessions := b.Policy.Sessions()
 	change, err := b.Journal.Reload(sessions)
 	if err != nil {
-		b.log(reviewlog.ForwardingError, map[string]any{
-			"message": "Failed to reload the session grants; the grants in memory are kept",
-			"journal": b.Journal.Path(), "error": err.Error(),
+		b.log(reviewlog.ForwardingErrorEntry{
+			Message: "Failed to reload the session grants; the grants in memory are kept",
+			Journal: b.Journal.Path(), Error: err,
 		})
 		b.report(fmt.Errorf("%w (the %d session grants in memory are kept)", err, sessions.Len()))
 		return
@@ -31,9 +32,9 @@ func (b *Broker) reloadJournal() {
 		return
 	}
 	n := sessions.Len()
-	b.log(reviewlog.ForwardedSessionReloaded, map[string]any{
-		"sessionId": b.Session, "journal": b.Journal.Path(), "grants": n,
-		"revoked": nonNil(change.Removed), "added": nonNil(change.Added),
+	b.log(reviewlog.ForwardedSessionReloadedEntry{
+		SessionID: b.Session, Journal: b.Journal.Path(), Grants: n,
+		Revoked: loggedGrants(nonNil(change.Removed)), Added: loggedGrants(nonNil(change.Added)),
 	})
 	// Not a failure, but the operator's eye belongs on grants that
 	// changed under the broker.
@@ -46,4 +47,16 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// loggedGrants is gs as review entries record them; nil stays nil.
+func loggedGrants(gs []rules.SessionGrant) []reviewlog.SessionGrant {
+	if gs == nil {
+		return nil
+	}
+	out := make([]reviewlog.SessionGrant, len(gs))
+	for i, g := range gs {
+		out[i] = reviewlog.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
+	}
+	return out
 }

@@ -138,7 +138,7 @@ func (b *Broker) sweepInflight() {
 	for _, d := range dead {
 		path := b.requestPath(d.p.name)
 		b.remove(path)
-		b.log(reviewlog.ForwardedRequesterGone, map[string]any{"requestId": d.id, "requestPath": path, "reason": "requester process " + strconv.Itoa(d.p.pid) + " exited"})
+		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: d.id, RequestPath: path, Reason: "requester process " + strconv.Itoa(d.p.pid) + " exited"})
 	}
 }
 
@@ -188,7 +188,7 @@ func (b *Broker) housekeeping() {
 		}
 		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
 			b.remove(filepath.Join(responses, e.Name()))
-			b.log(reviewlog.ForwardingWarning, map[string]any{"message": "removed a response nobody collected", "responsePath": filepath.Join(responses, e.Name())})
+			b.log(reviewlog.ForwardingWarningEntry{Message: "removed a response nobody collected", ResponsePath: filepath.Join(responses, e.Name())})
 		}
 	}
 }

@@ -1,0 +1,103 @@
+package reviewlog
+
+// The entries of the authorizer chain (packages chain and plugins). Each
+// type's comment is its event's documentation; the keys are listed as the
+// line holds them.
+
+// ChainResolvedEntry ([ChainResolved]) is written before any authorizer
+// link runs on an ask, naming the links in order, because a link that
+// defers otherwise leaves no trace.
+//
+// Keys: links, requestId, shadowLinks (only when there are some).
+type ChainResolvedEntry struct {
+	RequestID string
+	// Links are the enforcing links in consultation order; nil writes
+	// null, so a caller passes an empty list for none.
+	Links []string
+	// ShadowLinks are the links consulted in shadow mode; empty writes no
+	// shadowLinks key.
+	ShadowLinks []string
+}
+
+// LinkVerdictEntry ([LinkVerdict]) records what one enforcing link
+// answered on one ask, in consultation order, so a deferring link leaves
+// a trace too. courier's addition.
+//
+// Keys: capped (only when true), error (only when Error is set), failure
+// (only when set), latencyMs, linkVerdict (only when set), name, reason,
+// requestId, verdict.
+type LinkVerdictEntry struct {
+	RequestID string
+	// Name is the link's.
+	Name string
+	// Verdict is the verdict that counted: allow, deny or defer.
+	Verdict string
+	// Reason is a deny's reason; "" writes null.
+	Reason string
+	// LatencyMs is the call's wall time in milliseconds.
+	LatencyMs float64
+	// Capped is set when the delegation envelope turned the link's allow
+	// into a defer, and LinkVerdict then says what the link answered
+	// ("allow").
+	Capped      bool
+	LinkVerdict string
+	// Failure and Error are set when the link could not judge and its
+	// failure policy gave the verdict: Failure names the class of the
+	// failure ("timed out", …), Error is the error itself.
+	Failure string
+	Error   error
+}
+
+// LinkShadowEntry ([LinkShadow]) is [LinkVerdictEntry] for a link running
+// in shadow mode: consulted and logged, never enforced, so an operator can
+// judge a new authorizer against real traffic first. courier's addition.
+type LinkShadowEntry LinkVerdictEntry
+
+// LinkDisabledEntry ([LinkDisabled]) is written at startup for a
+// configured link that could not be loaded (a missing binary, a checksum
+// mismatch): it is never started, and every ask gets its failure verdict.
+// courier's addition.
+//
+// Keys: error, name, path.
+type LinkDisabledEntry struct {
+	Name string
+	// Path is the link's configured binary.
+	Path string
+	// Error is why it could not be loaded; nil writes no error key.
+	Error error
+}
+
+func (ChainResolvedEntry) Event() string { return ChainResolved }
+func (LinkVerdictEntry) Event() string   { return LinkVerdict }
+func (LinkShadowEntry) Event() string    { return LinkShadow }
+func (LinkDisabledEntry) Event() string  { return LinkDisabled }
+
+func (e ChainResolvedEntry) appendDetails(d details) {
+	d.strs("links", e.Links)
+	d.str(KeyRequestID, e.RequestID)
+	if len(e.ShadowLinks) > 0 {
+		d.strs("shadowLinks", e.ShadowLinks)
+	}
+}
+
+func (e LinkVerdictEntry) appendDetails(d details) {
+	if e.Capped {
+		d.boolean("capped", true)
+	}
+	d.errText("error", e.Error)
+	d.strIfSet("failure", e.Failure)
+	d.float("latencyMs", e.LatencyMs)
+	d.strIfSet("linkVerdict", e.LinkVerdict)
+	d.str("name", e.Name)
+	d.strOrNull("reason", e.Reason)
+	d.str(KeyRequestID, e.RequestID)
+	d.str("verdict", e.Verdict)
+}
+
+func (e LinkShadowEntry) appendDetails(d details) { LinkVerdictEntry(e).appendDetails(d) }
+
+func (e LinkDisabledEntry) appendDetails(d details) {
+	d.errText("error", e.Error)
+	d.str("name", e.Name)
+	d.str("path", e.Path)
+}
