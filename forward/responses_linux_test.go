@@ -1,12 +1,9 @@
 package forward
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed6639df8c/courier/internal/filewatch"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/wire"
 )
@@ -39,13 +37,13 @@ func sharedWatcherOf(c *Client) *responseWatcher {
 // the mercy of a loaded machine's pauses.
 func countInits(t *testing.T) *atomic.Int32 {
 	var n atomic.Int32
-	init, linger := inotifyInit, watcherLinger
-	inotifyInit = func(flags int) (int, error) {
+	open, linger := openInotify, watcherLinger
+	openInotify = func() (*filewatch.Inotify, error) {
 		n.Add(1)
-		return init(flags)
+		return open()
 	}
 	watcherLinger = time.Hour
-	t.Cleanup(func() { inotifyInit, watcherLinger = init, linger })
+	t.Cleanup(func() { openInotify, watcherLinger = open, linger })
 	return &n
 }
 
@@ -77,15 +75,12 @@ func TestForwardSharesOneWatcher(t *testing.T) {
 	if w == nil {
 		t.Fatal("no shared watcher")
 	}
-	w.mu.Lock()
-	dirs := len(w.dirs)
-	w.mu.Unlock()
-	if dirs != 2 {
+	if dirs := w.Dirs(); dirs != 2 {
 		t.Errorf("watching %d directories, want both parents' responses/", dirs)
 	}
 	c.Close()
 	select {
-	case <-w.exited:
+	case <-w.Exited():
 	default:
 		t.Fatal("the watcher's goroutine outlived Close")
 	}
@@ -112,7 +107,7 @@ func TestForwardOutlivesClose(t *testing.T) {
 		t.Fatal("the Forward was not waiting through the shared watcher")
 	}
 	select {
-	case <-w.exited:
+	case <-w.Exited():
 	default:
 		t.Fatal("the watcher's goroutine outlived Close")
 	}
@@ -149,9 +144,9 @@ func TestZeroClient(t *testing.T) {
 // watches on its own, as before the watcher was shared, and the trouble is
 // reported.
 func TestForwardWithoutInotifyInstances(t *testing.T) {
-	init := inotifyInit
-	inotifyInit = func(int) (int, error) { return -1, unix.EMFILE }
-	t.Cleanup(func() { inotifyInit = init })
+	open := openInotify
+	openInotify = func() (*filewatch.Inotify, error) { return nil, fmt.Errorf("inotify_init1: %w", unix.EMFILE) }
+	t.Cleanup(func() { openInotify = open })
 	c, req := newClient(t)
 	var (
 		mu       sync.Mutex
@@ -207,71 +202,6 @@ func TestForwardFindsTheAnswerInAReplacedDirectory(t *testing.T) {
 		t.Fatalf("decision = %+v", d)
 	}
 	assertNoMail(t, c)
-}
-
-// After an event overflow, whose events are lost, the rescan wakes every
-// waiter whose file is there.
-func TestResponseWatcherRescansAfterAnOverflow(t *testing.T) {
-	w, err := newResponseWatcher(mailbox.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	dir := t.TempDir()
-	there, missing := filepath.Join(dir, "perm-1.json"), filepath.Join(dir, "perm-2.json")
-	// Written before the watch is armed: no event will ever name it.
-	if err := os.WriteFile(there, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, err := w.await(there)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.done()
-	b, err := w.await(missing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.done()
-	var ev [unix.SizeofInotifyEvent]byte
-	binary.NativeEndian.PutUint32(ev[0:], ^uint32(0)) // wd -1: the queue's
-	binary.NativeEndian.PutUint32(ev[4:], unix.IN_Q_OVERFLOW)
-	if overflow, _ := w.dispatch(ev[:]); !overflow {
-		t.Fatal("an overflow event not reported")
-	}
-	w.rescan()
-	select {
-	case <-a.wake:
-	default:
-		t.Error("the rescan did not wake the waiter whose file is there")
-	}
-	select {
-	case <-b.wake:
-		t.Error("the rescan woke a waiter whose file is not there")
-	default:
-	}
-}
-
-// One Forward per response path: a second wait for the same file is
-// refused (and that Forward watches on its own), never a lost wake-up.
-func TestResponseWatcherOneWaiterPerFile(t *testing.T) {
-	w, err := newResponseWatcher(mailbox.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	path := filepath.Join(t.TempDir(), "perm-1.json")
-	a, err := w.await(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.done()
-	if _, err := w.await(path); err == nil || !strings.Contains(err.Error(), "awaited already") {
-		t.Fatalf("second await: %v", err)
-	}
-	if _, err := w.await(filepath.Join(t.TempDir(), "missing", "perm-1.json")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("await in a missing directory: %v, want not-exist", err)
-	}
 }
 
 // A parent that is not serving is still given up on after the grace,

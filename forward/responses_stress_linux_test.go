@@ -4,10 +4,7 @@ package forward
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,7 +23,7 @@ func watcherGoroutines() (int, string) {
 	n := 0
 	var keep []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "(*responseWatcher).run") {
+		if strings.Contains(g, "filewatch.(*Shared).run") {
 			n++
 			keep = append(keep, g)
 		}
@@ -165,134 +162,5 @@ func TestResponsesRemovedMidWait(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("an ask did not find its answer in the recreated responses/")
 		}
-	}
-}
-
-// The event buffer: names padded with NULs, an overflow between events,
-// IN_IGNORED for a watch already replaced, and events of a wd the watcher
-// does not know.
-func TestDispatchParsesRecords(t *testing.T) {
-	w, err := newResponseWatcher(mailbox.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	dir := t.TempDir()
-	long := strings.Repeat("x", 31) + ".json" // 36 bytes: padded to 48
-	a, err := w.await(filepath.Join(dir, "perm-1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.done()
-	b, err := w.await(filepath.Join(dir, long))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.done()
-	w.mu.Lock()
-	wd := w.dirs[filepath.Clean(dir)].wd
-	w.mu.Unlock()
-	var buf []byte
-	add := func(wd int32, mask uint32, name string) {
-		nl := 0
-		if name != "" {
-			nl = (len(name) + 1 + 15) &^ 15
-		}
-		ev := make([]byte, unix.SizeofInotifyEvent+nl)
-		binary.NativeEndian.PutUint32(ev[0:], uint32(wd))
-		binary.NativeEndian.PutUint32(ev[4:], mask)
-		binary.NativeEndian.PutUint32(ev[12:], uint32(nl))
-		copy(ev[unix.SizeofInotifyEvent:], name)
-		buf = append(buf, ev...)
-	}
-	add(wd+1000, unix.IN_IGNORED, "")              // unknown wd
-	add(wd, unix.IN_CREATE, "perm-1.json.tmp")     // another name
-	add(-1, unix.IN_Q_OVERFLOW, "")                // overflow in the middle
-	add(wd, unix.IN_MOVED_TO, "perm-1.json")       // padded
-	add(wd, unix.IN_CREATE, long)                  // padded to 48
-	add(wd, unix.IN_CREATE|unix.IN_ISDIR, "perm-") // a prefix only
-	overflow, lost := w.dispatch(buf)
-	if !overflow || lost {
-		t.Errorf("overflow, lost = %v, %v", overflow, lost)
-	}
-	for _, wt := range []*responseWaiter{a, b} {
-		select {
-		case <-wt.wake:
-		default:
-			t.Errorf("%s not woken", wt.name)
-		}
-	}
-}
-
-// wd numbers are not reused after rm_watch (the kernel allocates them
-// cyclically), so an old watch's late IN_IGNORED cannot unwatch a new one.
-func TestWDNotReusedAfterRmWatch(t *testing.T) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	dir := t.TempDir()
-	seen := map[int]bool{}
-	for range 50 {
-		wd, err := unix.InotifyAddWatch(fd, dir, responseEvents)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen[wd] {
-			t.Fatalf("wd %d reused", wd)
-		}
-		seen[wd] = true
-		if _, err := unix.InotifyRmWatch(fd, uint32(wd)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = os.Remove(dir)
-}
-
-// IN_IGNORED for the live watch of a directory somebody waits in: the
-// watch is forgotten, a rescan is asked for, and the rescan re-arms it on
-// a new wd and wakes the waiter whose file is there.
-func TestIgnoredLiveWatchRearms(t *testing.T) {
-	w, err := newResponseWatcher(mailbox.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "perm-1.json")
-	a, err := w.await(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.done()
-	w.mu.Lock()
-	d := w.dirs[filepath.Clean(dir)]
-	old := d.wd
-	w.mu.Unlock()
-	// As the kernel reports a dropped watch. (Not removed for real: the
-	// reader would see that IN_IGNORED first.)
-	var ev [unix.SizeofInotifyEvent]byte
-	binary.NativeEndian.PutUint32(ev[0:], uint32(old))
-	binary.NativeEndian.PutUint32(ev[4:], unix.IN_IGNORED)
-	if _, lost := w.dispatch(ev[:]); !lost {
-		t.Fatal("IN_IGNORED of a watch somebody waits on not reported lost")
-	}
-	if err := os.WriteFile(path, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if lost := w.rescan(); lost {
-		t.Fatal("rescan could not re-arm")
-	}
-	w.mu.Lock()
-	nw := d.wd
-	w.mu.Unlock()
-	if nw < 0 {
-		t.Errorf("wd after rescan = %d (old %d)", nw, old)
-	}
-	select {
-	case <-a.wake:
-	default:
-		t.Error("the rescan did not wake the waiter")
 	}
 }

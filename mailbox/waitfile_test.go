@@ -90,8 +90,9 @@ func TestWatchFile(t *testing.T) {
 			arrives(t, fw)
 		})
 		t.Run(mode.String()+"/directory removed and recreated", func(t *testing.T) {
-			// pi #398: a cleanup removes responses/ after the child
-			// armed; the broker recreates it to answer.
+			// A cleanup removes responses/ after the child armed
+			// (docs/GLOSSARY.md, "cleanup order"); the broker
+			// recreates it to answer.
 			l := Layout{Root: t.TempDir()}
 			if err := l.EnsureInbox("s"); err != nil {
 				t.Fatal(err)

@@ -5,24 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
+	"github.com/seed6639df8c/courier/internal/filewatch"
 )
 
 // WatchMode selects how a watcher learns about new files.
 type WatchMode int
 
 const (
-	// WatchFSNotify reacts to inotify events, backed by an initial scan, a
-	// rescan after every watcher error or overflow, and a periodic safety
-	// rescan. Latency is a rename plus a wake-up, tens of microseconds.
+	// WatchFSNotify reacts to inotify events (kqueue where there is no
+	// inotify), backed by an initial scan, a rescan after every watcher
+	// error or overflow, and a periodic safety rescan. Latency is a rename
+	// plus a wake-up, tens of microseconds. internal/filewatch does the
+	// watching.
 	WatchFSNotify WatchMode = iota
 	// WatchPoll lists the directory every PollInterval and never touches
 	// inotify: for NFS and bind mounts where events from other machines
@@ -69,9 +69,9 @@ func (m *WatchMode) UnmarshalText(text []byte) error {
 const (
 	// DefaultRescanInterval bounds how long a file whose event was lost
 	// (overflow, a dropped watch) waits; an idle rescan costs microseconds.
-	DefaultRescanInterval = time.Second
+	DefaultRescanInterval = filewatch.DefaultRescan
 	// DefaultPollInterval is pi's own cadence.
-	DefaultPollInterval = 250 * time.Millisecond
+	DefaultPollInterval = filewatch.DefaultPoll
 )
 
 // WatchOptions configure a Watcher or a FileWatch. The zero value is
@@ -98,18 +98,13 @@ type WatchOptions struct {
 	OnError func(error)
 }
 
-func (o WatchOptions) rescanInterval() time.Duration {
-	if o.RescanInterval > 0 {
-		return o.RescanInterval
+// filewatch is o as internal/filewatch takes it, which does the watching.
+func (o WatchOptions) filewatch() filewatch.Options {
+	return filewatch.Options{
+		Poll:    o.Mode != WatchFSNotify,
+		Timing:  filewatch.Timing{Rescan: o.RescanInterval, Poll: o.PollInterval},
+		OnError: o.OnError,
 	}
-	return DefaultRescanInterval
-}
-
-func (o WatchOptions) pollInterval() time.Duration {
-	if o.PollInterval > 0 {
-		return o.PollInterval
-	}
-	return DefaultPollInterval
 }
 
 // Watcher hands out the names of mail files ("*.json", not dotfiles; see
@@ -156,7 +151,7 @@ type Watcher struct {
 
 	// notifier is used only by Run's goroutine, apart from its atomic
 	// test counters.
-	notifier *dirNotifier
+	notifier *filewatch.Dir
 
 	// Test hooks: hold delays reading inotify events until it is closed
 	// (to force an overflow); afterScan runs after every scan.
@@ -181,7 +176,7 @@ type mailEntry struct {
 	state mailState
 	// id is the file as it was when found (or when Done), so that a
 	// file replaced under the same name is recognized as new mail.
-	id fileID
+	id filewatch.ID
 	// changed records evidence, while in flight, that the file the
 	// consumer holds is no longer what is there: it vanished, or a
 	// Write, Remove or Rename event named it. Inode numbers are reused
@@ -201,7 +196,9 @@ func NewWatcher(dir string, opts WatchOptions) *Watcher {
 		rescan: make(chan struct{}, 1),
 		state:  make(map[string]*mailEntry),
 	}
-	w.notifier = &dirNotifier{dir: w.dir, enabled: opts.Mode == WatchFSNotify, report: w.report}
+	fw := opts.filewatch()
+	fw.OnError = w.report
+	w.notifier = filewatch.NewDir(w.dir, fw)
 	return w
 }
 
@@ -235,7 +232,7 @@ func (w *Watcher) release(name string, forget bool) {
 // List returns the names in the watched directory now, in no order, as
 // the watcher's own scan reads them: for an owner that must judge what is
 // still there (a broker's sweep of the requests it holds).
-func (w *Watcher) List() ([]string, error) { return readDirNames(w.dir) }
+func (w *Watcher) List() ([]string, error) { return filewatch.List(w.dir, nil) }
 
 // Rescan asks Run for a safety rescan (see WatchOptions.RescanInterval)
 // and returns at once; requests made while one is pending coalesce. Safe
@@ -263,16 +260,17 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}()
 
 	n := w.notifier
-	defer n.disarm()
-	n.arm()
+	defer n.Close()
+	n.Check()
 	w.scan()
 
+	timing := w.opts.filewatch().Timing
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	// resetTimer arms the next scan; an interval of 0 means none (the
 	// owner calls Rescan).
 	resetTimer := func() {
-		if d := n.interval(w.opts); d > 0 {
+		if d := timing.Next(n.State()); d > 0 {
 			timer.Reset(d)
 		} else {
 			timer.Stop()
@@ -280,6 +278,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	resetTimer()
 	hold := w.hold
+	handleEvent := w.handleEvent // made once, not for every read
 	for {
 		w.applyReleases()
 		var (
@@ -289,9 +288,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if name, ok := w.head(); ok {
 			out, next = w.ready, name
 		}
-		events, errs := n.eventC(), n.errorC()
+		batches := n.Batches()
 		if hold != nil {
-			events, errs = nil, nil
+			batches = nil
 		}
 		select {
 		case <-ctx.Done():
@@ -302,39 +301,32 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-w.kick:
 		case <-hold:
 			hold = nil
-		case ev, ok := <-events:
-			if !ok {
-				n.disarm()
-				resetTimer()
-				continue
-			}
-			if w.handleEvent(n, ev) {
-				// The directory itself went away: look for its
-				// replacement at the poll cadence.
-				w.scan()
-				resetTimer()
-			}
-		case err, ok := <-errs:
-			if !ok {
-				n.disarm()
-				resetTimer()
-				continue
-			}
+		case b := <-batches:
+			r := n.Handle(b, handleEvent)
 			// Events may have been lost; the directory is the truth.
-			w.report(fmt.Errorf("watch %s: %w; rescanning", w.dir, err))
-			if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				// A failing inotify instance could fail again at
-				// once; replace it at the poll cadence instead.
-				n.disarm()
+			switch {
+			case r.Err != nil:
+				// The watch was released: a failing inotify instance
+				// could fail again at once. It is replaced at the poll
+				// cadence.
+				w.report(fmt.Errorf("watch %s: %w; rescanning", w.dir, r.Err))
+			case r.Overflow:
+				w.report(fmt.Errorf("watch %s: %w; rescanning", w.dir, filewatch.ErrOverflow))
+			}
+			if r.Lost || r.Err != nil {
+				// The directory itself went away, or its watch: look for
+				// it at the poll cadence.
 				resetTimer()
 			}
-			w.scan()
+			if r.Lost || r.Overflow || r.Err != nil {
+				w.scan()
+			}
 		case <-timer.C:
-			n.check()
+			n.Check()
 			w.scan()
 			resetTimer()
 		case <-w.rescan:
-			n.check()
+			n.Check()
 			w.scan()
 			resetTimer()
 		}
@@ -366,7 +358,7 @@ func (w *Watcher) head() (string, bool) {
 // even replaced the file before this goroutine runs again, and an identity
 // older than what the consumer read can only cause a redelivery, never a
 // lost file.
-func (w *Watcher) enqueue(name string, id fileID) {
+func (w *Watcher) enqueue(name string, id filewatch.ID) {
 	w.state[name] = &mailEntry{state: mailQueued, id: id}
 	w.queue = append(w.queue, name)
 }
@@ -387,7 +379,7 @@ func (w *Watcher) applyReleases() {
 			// not at once, so a failing file does not spin.
 			continue
 		}
-		id, ok := statFileID(filepath.Join(w.dir, r.name))
+		id, ok := filewatch.Stat(filepath.Join(w.dir, r.name))
 		switch {
 		case !ok:
 			delete(w.state, r.name)
@@ -401,37 +393,24 @@ func (w *Watcher) applyReleases() {
 	}
 }
 
-// handleEvent treats one inotify event as a hint. It reports whether the
-// watched directory itself was removed or renamed.
-func (w *Watcher) handleEvent(n *dirNotifier, ev fsnotify.Event) bool {
-	if filepath.Clean(ev.Name) == w.dir {
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			n.disarm()
-			return true
-		}
-		return false
-	}
-	if filepath.Dir(ev.Name) != w.dir || ev.Op == fsnotify.Chmod {
-		return false
-	}
-	name := filepath.Base(ev.Name)
-	if !IsMailName(name) {
-		return false
+// handleEvent treats one event of the watched directory as a hint.
+func (w *Watcher) handleEvent(ev filewatch.Event) {
+	if !IsMailName(ev.Name) {
+		return
 	}
 	// Create is a rename into the directory or a new file; alone it
 	// proves nothing about a name already delivered, because the Create
 	// of the very file a scan delivered may arrive after it. Write (a
 	// writer publishing in place), Remove and Rename do prove a change.
-	id, exists := statFileID(ev.Name)
-	changed := !exists || ev.Has(fsnotify.Write) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
-	w.observe(name, id, exists, changed)
-	return false
+	id, exists := filewatch.Stat(ev.Path)
+	changed := !exists || ev.Op&(filewatch.Write|filewatch.Remove|filewatch.Rename) != 0
+	w.observe(ev.Name, id, exists, changed)
 }
 
 // observe reconciles what is known of name with what is on disk: a file
 // with identity id exists or not, and changed says whether there is
 // evidence of a change beyond the identity.
-func (w *Watcher) observe(name string, id fileID, exists, changed bool) {
+func (w *Watcher) observe(name string, id filewatch.ID, exists, changed bool) {
 	e := w.state[name]
 	switch {
 	case e == nil:
@@ -466,7 +445,7 @@ func (w *Watcher) scan() {
 			w.afterScan()
 		}
 	}()
-	names, err := readDirNames(w.dir)
+	names, err := filewatch.List(w.dir, IsMailName)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Reported once until it changes or clears, not every tick.
 		if msg := err.Error(); msg != w.lastScanErr {
@@ -480,176 +459,19 @@ func (w *Watcher) scan() {
 	slices.Sort(names)
 	present := make(map[string]struct{}, len(names))
 	for _, name := range names {
-		if !IsMailName(name) {
-			continue
-		}
 		present[name] = struct{}{}
 		// A queued name needs nothing, and an in-flight one is judged at
 		// Done, which compares the file's identity then: with thousands of
 		// asks held at a terminal, a stat of each every second was most
 		// of an idle broker's CPU.
 		if e := w.state[name]; e == nil || e.state == mailDone {
-			id, ok := statFileID(filepath.Join(w.dir, name))
+			id, ok := filewatch.Stat(filepath.Join(w.dir, name))
 			w.observe(name, id, ok, false)
 		}
 	}
 	for name := range w.state {
 		if _, ok := present[name]; !ok {
-			w.observe(name, fileID{}, false, true)
+			w.observe(name, filewatch.ID{}, false, true)
 		}
 	}
-}
-
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
-
-// fileID tells one file from a later one under the same name. ctime is
-// part of it because inode numbers are reused at once on tmpfs and ext4,
-// and because a write in place also changes it.
-type fileID struct {
-	dev, ino    uint64
-	csec, cnsec int64
-}
-
-// statFileID lstats path. It reports false only when nothing is there; a
-// path that exists but cannot be examined reports true with a zero id, so
-// it is treated as present and possibly new.
-func statFileID(path string) (fileID, bool) {
-	var st unix.Stat_t
-	err := ignoringEINTR(func() error { return unix.Lstat(path, &st) })
-	switch {
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
-		return fileID{}, false
-	case err != nil:
-		return fileID{}, true
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, csec: st.Ctim.Sec, cnsec: st.Ctim.Nsec}, true
-}
-
-// dirNotifier owns the inotify side of watching one directory: it arms a
-// watch when the directory exists, notices when the directory is removed
-// or replaced, and re-arms with a fresh inotify instance, so no stale
-// bookkeeping of the old directory can swallow events of the new one.
-type dirNotifier struct {
-	dir     string
-	enabled bool // false in WatchPoll mode
-	report  func(error)
-
-	fsw     *fsnotify.Watcher
-	dirID   fileID // the directory the watch is on
-	lastErr string // the last arming error reported, to report each once
-
-	// For tests, which read them from another goroutine: whether a
-	// watch is armed, and how many times one was.
-	watching atomic.Bool
-	arms     atomic.Int64
-}
-
-func (n *dirNotifier) armed() bool { return n.fsw != nil }
-
-// arm (re)creates the watch. Failure leaves it unarmed; the caller's next
-// tick tries again.
-func (n *dirNotifier) arm() {
-	if !n.enabled {
-		return
-	}
-	n.disarm()
-	// Identify the directory before adding the watch: if it is replaced
-	// in between, the identity is the old one and the next check re-arms.
-	id, ok := statDirID(n.dir)
-	if !ok {
-		return // not there yet; polled for at PollInterval
-	}
-	fsw, err := fsnotify.NewWatcher()
-	if err != nil {
-		n.reportOnce(fmt.Errorf("watch %s: %w; polling instead", n.dir, err))
-		return
-	}
-	if err := fsw.Add(n.dir); err != nil {
-		fsw.Close()
-		if !errors.Is(err, fs.ErrNotExist) {
-			n.reportOnce(fmt.Errorf("watch %s: %w; polling instead", n.dir, err))
-		}
-		return
-	}
-	n.fsw, n.dirID, n.lastErr = fsw, id, ""
-	n.arms.Add(1)
-	n.watching.Store(true)
-}
-
-func (n *dirNotifier) reportOnce(err error) {
-	if msg := err.Error(); msg != n.lastErr {
-		n.lastErr = msg
-		n.report(err)
-	}
-}
-
-// check re-arms when the watch is missing or on a directory that is no
-// longer the one at the path.
-func (n *dirNotifier) check() {
-	if !n.enabled {
-		return
-	}
-	id, ok := statDirID(n.dir)
-	switch {
-	case !ok:
-		n.disarm()
-	case !n.armed() || id != n.dirID:
-		n.arm()
-	}
-}
-
-// disarm closes the inotify instance; fsnotify's Close waits for its
-// reader goroutine, so nothing outlives the watcher.
-func (n *dirNotifier) disarm() {
-	if n.fsw != nil {
-		n.fsw.Close()
-		n.fsw = nil
-		n.watching.Store(false)
-	}
-}
-
-func (n *dirNotifier) eventC() <-chan fsnotify.Event {
-	if n.fsw == nil {
-		return nil
-	}
-	return n.fsw.Events
-}
-
-func (n *dirNotifier) errorC() <-chan error {
-	if n.fsw == nil {
-		return nil
-	}
-	return n.fsw.Errors
-}
-
-// interval is the wait until the next scan: the safety rescan while
-// events flow, the poll cadence otherwise.
-func (n *dirNotifier) interval(o WatchOptions) time.Duration {
-	switch {
-	case !n.enabled:
-		return o.pollInterval()
-	case n.armed():
-		if o.RescanInterval < 0 {
-			return 0
-		}
-		return o.rescanInterval()
-	case o.RescanInterval < 0:
-		return o.pollInterval()
-	}
-	return min(o.pollInterval(), o.rescanInterval())
-}
-
-func statDirID(dir string) (fileID, bool) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Stat(dir, &st) }); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fileID{}, false
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
 }

@@ -1,0 +1,133 @@
+package filewatch
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// inotifySource is a Dir's watch on inotify: one instance, kept while the
+// Dir lives (also while its directory is missing), and a goroutine that
+// reads it and hands each read to the Dir's owner. The owner's goroutine
+// makes sense of the records, so the watch's bookkeeping has one owner.
+type inotifySource struct {
+	open func() (*Inotify, error) // OpenInotify; tests make it fail
+	set  watchSet                 // set.in is nil while there is no instance
+	dir  watched
+	// prefix is what a name in the directory is joined to for its path.
+	prefix string
+	out    chan Batch
+	quit   chan struct{} // closed to stop the reader
+	done   chan struct{} // closed when the reader has returned
+}
+
+func newInotifySource(path string) *inotifySource {
+	prefix := path
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return &inotifySource{open: OpenInotify, dir: watched{path: path, wd: -1}, prefix: prefix}
+}
+
+func (s *inotifySource) arm() (bool, error) {
+	if s.set.in == nil {
+		// No instance for a directory that is not there (yet).
+		if _, ok := StatDir(s.dir.path); !ok {
+			return false, &fs.PathError{Op: "stat", Path: s.dir.path, Err: fs.ErrNotExist}
+		}
+		in, err := s.open()
+		if err != nil {
+			return false, err
+		}
+		s.start(in)
+	}
+	return s.set.rewatch(&s.dir)
+}
+
+func (s *inotifySource) start(in *Inotify) {
+	s.set = newWatchSet(in, changeEvents)
+	s.out, s.quit, s.done = make(chan Batch), make(chan struct{}), make(chan struct{})
+	go readBatches(in, s.out, s.quit, s.done)
+}
+
+// readBatches reads in until it is closed or fails, and sends each read
+// on out; a failure is sent too, and ends it. It reads into two buffers in
+// turn: out is unbuffered, so by the time a read is sent the owner has
+// received the one before it and, handling each before it receives the
+// next (see Batch), is done with the buffer that one was read into.
+func readBatches(in *Inotify, out chan<- Batch, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var bufs [2][]byte
+	for i := 0; ; i ^= 1 {
+		if bufs[i] == nil {
+			bufs[i] = make([]byte, readBufferSize)
+		}
+		n, err := in.read(bufs[i])
+		var b Batch
+		switch {
+		case err == nil:
+			b.data = bufs[i][:n]
+		case closed(err):
+			return
+		default:
+			b.err = err
+		}
+		select {
+		case out <- b:
+		case <-quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *inotifySource) armed() bool { return s.set.in != nil && s.dir.wd >= 0 }
+
+func (s *inotifySource) batches() <-chan Batch { return s.out }
+
+func (s *inotifySource) handle(b Batch, fn func(Event)) Result {
+	if s.set.in == nil {
+		return Result{} // read before the instance was released
+	}
+	if b.err != nil {
+		// A failing instance could fail again at once: the Dir polls
+		// until the next Check makes a new one.
+		s.close()
+		return Result{Err: b.err}
+	}
+	var res Result
+	for r := (records{b.data}); ; {
+		c, ok := s.set.next(&r)
+		switch {
+		case !ok:
+			return res
+		case c.overflow:
+			res.Overflow = true
+		case c.lost:
+			res.Lost = true
+		default:
+			if op := opOf(c.mask); op != 0 {
+				path := s.prefix + string(c.name)
+				fn(Event{Name: path[len(path)-len(c.name):], Path: path, Op: op})
+			}
+		}
+	}
+}
+
+func (s *inotifySource) close() {
+	if s.set.in == nil {
+		return
+	}
+	close(s.quit)
+	s.set.in.Close()
+	<-s.done
+	s.set, s.out = watchSet{}, nil
+	s.dir.wd = -1
+}
+
+// closed reports whether err says the instance was closed.
+func closed(err error) bool { return errors.Is(err, os.ErrClosed) }

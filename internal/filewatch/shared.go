@@ -1,0 +1,335 @@
+package filewatch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SharedOptions configure a Shared.
+type SharedOptions struct {
+	// Timing is the safety rescan while anyone waits, and the poll for a
+	// directory somebody waits in that is not watched (removed). A
+	// negative Rescan means the default: nobody drives a Shared's rescan
+	// but itself.
+	Timing Timing
+	// Linger is how long a Shared with nobody waiting stays for the next
+	// wait before it stops by itself and releases its instance.
+	Linger time.Duration
+	// OnError, if set, hears of the failure that stopped the Shared: the
+	// error of a read of its instance. It runs on the Shared's goroutine.
+	OnError func(error)
+}
+
+// Shared waits for many files, in any number of directories, on one
+// inotify instance and one goroutine, which hands each arriving file name
+// to the one Waiter waiting for it: N waiters in one directory cost one
+// wake-up per arrival, not N. It asks for arrivals only (arrivalEvents),
+// so a waiter deleting its own file wakes nobody.
+// docs/decisions/0009-shared-response-watcher.md says why forward.Client
+// waits for its answers this way.
+//
+// Events are hints, never the record: while anyone waits, every waiter's
+// path is checked every Timing.Rescan (Timing.Poll while a directory
+// somebody waits in is not watched, having been removed) and at once
+// after an event overflow, so a lost event delays a file, never loses it.
+//
+// A Shared stops when Close is called, when nobody has waited for the
+// Linger, or when its instance fails. Waits still registered then are
+// woken with Ended set, and their owners wait on their own (File).
+type Shared struct {
+	in     *Inotify
+	timing Timing
+	report func(error)
+	exited chan struct{}
+
+	stopped atomic.Bool // no new waits; set under mu
+
+	mu        sync.Mutex
+	set       watchSet
+	dirs      map[string]*watched // by path
+	waiting   int
+	idleSince time.Time
+	linger    time.Duration
+}
+
+// Waiter is one registration for one file of a Shared.
+type Waiter struct {
+	s    *Shared
+	dir  *watched
+	name string
+	path string
+	// wake is signalled when an event names the file, when a rescan finds
+	// it, and when the Shared ends (ended is then set).
+	wake  chan struct{}
+	ended atomic.Bool
+}
+
+// NewShared starts a Shared on in, which it owns from then on, and its
+// reader goroutine.
+func NewShared(in *Inotify, opts SharedOptions) *Shared {
+	s := &Shared{
+		in:        in,
+		timing:    opts.Timing.withOwnRescan(),
+		report:    opts.OnError,
+		exited:    make(chan struct{}),
+		set:       newWatchSet(in, arrivalEvents),
+		dirs:      make(map[string]*watched),
+		idleSince: time.Now(),
+		linger:    opts.Linger,
+	}
+	go s.run()
+	return s
+}
+
+// Await registers a wait for the file at path, arming a watch on its
+// directory unless one is there. From its return on, the file's arrival is
+// signalled on the Waiter's C. An error wrapping fs.ErrNotExist means the
+// directory is missing; ErrStopped that this Shared cannot be used.
+func (s *Shared) Await(path string) (*Waiter, error) {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() {
+		return nil, ErrStopped
+	}
+	d := s.dirs[dir]
+	if d == nil {
+		d = &watched{path: dir, wd: -1, waiters: make(map[string]*Waiter)}
+		s.dirs[dir] = d
+	}
+	// Armed again even when watched already: that proves the watch is on
+	// what is at the path now (rewatch), where trusting the old watch to
+	// report a removal would leave a file written into a replacement
+	// directory to the next rescan.
+	if err := s.rewatch(d); err != nil {
+		return nil, err
+	}
+	if d.waiters[name] != nil {
+		return nil, fmt.Errorf("await %s: the file is awaited already", path)
+	}
+	wt := &Waiter{s: s, dir: d, name: name, path: path, wake: make(chan struct{}, 1)}
+	d.waiters[name] = wt
+	s.waiting++
+	return wt, nil
+}
+
+// rewatch is watchSet.rewatch, refused once the Shared stopped. Called
+// with mu held.
+func (s *Shared) rewatch(d *watched) error {
+	if s.stopped.Load() {
+		return ErrStopped
+	}
+	_, err := s.set.rewatch(d)
+	if closed(err) {
+		return ErrStopped
+	}
+	return err
+}
+
+// Stopped reports whether the Shared takes no more waits.
+func (s *Shared) Stopped() bool { return s.stopped.Load() }
+
+// Exited is closed once the Shared's goroutine has returned.
+func (s *Shared) Exited() <-chan struct{} { return s.exited }
+
+// Dirs reports how many directories the Shared knows: watched, or waited
+// in since their watch ended.
+func (s *Shared) Dirs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dirs)
+}
+
+// Close stops the Shared and waits for its goroutine. Waits still
+// registered are woken with Ended set. It is idempotent.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	s.stopped.Store(true)
+	s.mu.Unlock()
+	s.in.Close() // wakes the reader, which ends the waits on its way out
+	<-s.exited
+}
+
+// C is signalled when the file may have arrived, and when the Shared
+// ended (Ended). A signal is a hint: look for the file.
+func (wt *Waiter) C() <-chan struct{} { return wt.wake }
+
+// Ended reports whether the Shared stopped: no more signals will come.
+func (wt *Waiter) Ended() bool { return wt.ended.Load() }
+
+func (wt *Waiter) notify() {
+	select {
+	case wt.wake <- struct{}{}:
+	default: // a signal is pending already
+	}
+}
+
+// Rearm makes sure the wait watches the directory that is at its path
+// now, after the caller made it again. A failure is left to the next
+// rescan.
+func (wt *Waiter) Rearm() {
+	s := wt.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.rewatch(wt.dir)
+}
+
+// Done ends the wait. Safe to call more than once, and after the Shared
+// stopped.
+func (wt *Waiter) Done() {
+	s := wt.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wt.dir.waiters[wt.name] != wt {
+		return
+	}
+	delete(wt.dir.waiters, wt.name)
+	if s.waiting--; s.waiting == 0 {
+		s.idleSince = time.Now()
+		// The reader wakes then to see whether anyone came since.
+		s.in.setReadDeadline(s.idleSince.Add(s.linger))
+	}
+}
+
+func (s *Shared) run() {
+	defer close(s.exited)
+	buf := make([]byte, readBufferSize)
+	s.setDeadline(false)
+	for {
+		n, err := s.in.read(buf)
+		switch {
+		case err == nil:
+			if overflow, lost := s.dispatch(buf[:n]); overflow || lost {
+				s.setDeadline(s.rescan())
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			switch idle, lingered := s.idle(); {
+			case lingered:
+				s.shut(nil)
+				return
+			case idle:
+				// Asked and done since the deadline was set: linger on
+				// from the last wait.
+			default:
+				s.setDeadline(s.rescan())
+			}
+		case closed(err):
+			s.shut(nil)
+			return
+		default:
+			// A failing instance may fail again at once: the waits fall
+			// back, and the owner may start a new Shared.
+			s.shut(err)
+			return
+		}
+	}
+}
+
+// setDeadline schedules the next safety rescan: sooner while a directory
+// somebody waits in is not watched.
+func (s *Shared) setDeadline(lost bool) {
+	state := Armed
+	if lost {
+		state = Unarmed
+	}
+	s.in.setReadDeadline(time.Now().Add(s.timing.Next(state)))
+}
+
+// dispatch hands the events in buf to their waiters. It reports an event
+// overflow, and a watched directory that went away while somebody waits
+// in it; either calls for a rescan.
+func (s *Shared) dispatch(buf []byte) (overflow, lost bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := (records{buf}); ; {
+		c, ok := s.set.next(&r)
+		switch {
+		case !ok:
+			return overflow, lost
+		case c.overflow:
+			overflow = true
+		case c.lost:
+			lost = lost || len(c.dir.waiters) > 0
+		default:
+			if wt := c.dir.waiters[string(c.name)]; wt != nil {
+				wt.notify()
+			}
+		}
+	}
+}
+
+// rescan re-arms the watch of every directory somebody waits in and wakes
+// each waiter whose file is there. It reports whether a directory could
+// not be watched.
+func (s *Shared) rescan() (lost bool) {
+	s.mu.Lock()
+	var waiters []*Waiter
+	for path, d := range s.dirs {
+		if len(d.waiters) == 0 {
+			if d.wd < 0 {
+				delete(s.dirs, path) // gone, and nobody waits there
+			}
+			continue
+		}
+		if err := s.rewatch(d); err != nil {
+			lost = true
+		}
+		for _, wt := range d.waiters {
+			waiters = append(waiters, wt)
+		}
+	}
+	s.mu.Unlock()
+	for _, wt := range waiters {
+		if _, err := os.Lstat(wt.path); err == nil {
+			wt.notify()
+		}
+	}
+	return lost
+}
+
+// idle reports whether nobody waits, and lingered whether nobody has for
+// the linger, which stops the Shared. While idle but not lingered yet,
+// the deadline is moved to the linger's end.
+func (s *Shared) idle() (idle, lingered bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting > 0 {
+		return false, false
+	}
+	if end := s.idleSince.Add(s.linger); time.Now().Before(end) {
+		s.in.setReadDeadline(end)
+		return true, false
+	}
+	s.stopped.Store(true)
+	return true, true
+}
+
+// shut stops the Shared: no new waits, and every registered one is woken
+// with Ended set, so that its owner waits on its own.
+func (s *Shared) shut(err error) {
+	s.mu.Lock()
+	s.stopped.Store(true)
+	var waiters []*Waiter
+	for _, d := range s.dirs {
+		for _, wt := range d.waiters {
+			waiters = append(waiters, wt)
+		}
+		clear(d.waiters)
+	}
+	s.waiting = 0
+	s.mu.Unlock()
+	for _, wt := range waiters {
+		wt.ended.Store(true)
+		wt.notify()
+	}
+	s.in.Close()
+	if err != nil && s.report != nil {
+		s.report(err)
+	}
+}
