@@ -1,13 +1,11 @@
 package reviewlog
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -20,8 +18,12 @@ import (
 // every value it accepts it must produce exactly the bytes of the generic
 // path (render_test.go and FuzzRenderMatchesGeneric hold it to that), and
 // whatever it is not sure of (a struct, a pointer, a TextMarshaler, invalid
-// UTF-8, a JSON escape it does not decode, a duplicate key) it declines, and
+// UTF-8, a surrogate escape, an escaped or duplicate key) it declines, and
 // that whole detail goes the generic way instead.
+//
+// This file renders Go values; render_text.go transcodes the JSON text a
+// MarshalJSON method returns, and render_encode.go writes strings as
+// encoding/json does.
 
 // maxFastDepth bounds the renderer's recursion. Real details nest two or
 // three levels; deeper ones, and cycles, go to the generic path, which
@@ -41,8 +43,7 @@ type renderer struct {
 	// segment past the length it found and cuts the stack back on return.
 	keys    []string
 	members []member
-	tmp     []byte // an object's members while they are put in key order
-	unq     []byte // the last unescaped JSON string
+	unq     []byte // the last decoded JSON string that had escapes
 }
 
 // fieldSpan is one detail: its key, its value and where the value's
@@ -53,8 +54,9 @@ type fieldSpan struct {
 	start, end int
 }
 
-// member is one member of a JSON object being transcoded: its key in the
-// source text, its rendered value in buf.
+// member is one member of a JSON object being transcoded: where its key's
+// text and its value sit in the object's bytes. Offsets rather than slices
+// keep it free of pointers, so sorting members moves plain words.
 type member struct {
 	k0, k1 int
 	v0, v1 int
@@ -74,7 +76,7 @@ func getRenderer(width int, redacted string) *renderer {
 }
 
 func putRenderer(r *renderer) {
-	if cap(r.buf) > maxPooledBuf || cap(r.tmp) > maxPooledBuf || cap(r.unq) > maxPooledBuf {
+	if cap(r.buf) > maxPooledBuf || cap(r.unq) > maxPooledBuf {
 		return
 	}
 	// Drop the references to the caller's strings so a pooled renderer
@@ -286,432 +288,4 @@ func (r *renderer) object(m map[string]any, depth int) bool {
 	}
 	r.buf = append(r.buf, '}')
 	return true
-}
-
-// text transcodes the JSON a MarshalJSON method returned into what the
-// generic path makes of it: members sorted by key, masked and capped,
-// numbers kept as written, insignificant space dropped. It accepts only
-// what it can decode exactly as encoding/json would, and only valid JSON.
-func (r *renderer) text(src []byte, depth int) bool {
-	p := jsonText{src: src}
-	p.skipSpace()
-	if !r.textValue(&p, depth) {
-		return false
-	}
-	p.skipSpace()
-	return p.pos == len(p.src)
-}
-
-type jsonText struct {
-	src []byte
-	pos int
-}
-
-func (p *jsonText) skipSpace() {
-	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-// next returns the byte at pos and moves past it, or 0 at the end.
-func (p *jsonText) next() byte {
-	if p.pos >= len(p.src) {
-		return 0
-	}
-	c := p.src[p.pos]
-	p.pos++
-	return c
-}
-
-func (p *jsonText) literal(word string) bool {
-	if len(p.src)-p.pos < len(word) || string(p.src[p.pos:p.pos+len(word)]) != word {
-		return false
-	}
-	p.pos += len(word)
-	return true
-}
-
-func (r *renderer) textValue(p *jsonText, depth int) bool {
-	if depth > maxFastDepth || p.pos >= len(p.src) {
-		return false
-	}
-	switch c := p.src[p.pos]; {
-	case c == '{':
-		return r.textObject(p, depth)
-	case c == '[':
-		p.pos++
-		r.buf = append(r.buf, '[')
-		p.skipSpace()
-		if p.pos < len(p.src) && p.src[p.pos] == ']' {
-			p.pos++
-			r.buf = append(r.buf, ']')
-			return true
-		}
-		for {
-			p.skipSpace()
-			if !r.textValue(p, depth+1) {
-				return false
-			}
-			p.skipSpace()
-			switch p.next() {
-			case ',':
-				r.buf = append(r.buf, ',')
-			case ']':
-				r.buf = append(r.buf, ']')
-				return true
-			default:
-				return false
-			}
-		}
-	case c == '"':
-		s, ok := p.str(&r.unq)
-		if !ok {
-			return false
-		}
-		r.buf = appendCapped(r.buf, s, r.width)
-	case c == 't':
-		if !p.literal("true") {
-			return false
-		}
-		r.buf = append(r.buf, "true"...)
-	case c == 'f':
-		if !p.literal("false") {
-			return false
-		}
-		r.buf = append(r.buf, "false"...)
-	case c == 'n':
-		if !p.literal("null") {
-			return false
-		}
-		r.buf = append(r.buf, "null"...)
-	case c == '-' || '0' <= c && c <= '9':
-		start := p.pos
-		for p.pos < len(p.src) && strings.IndexByte("0123456789+-.eE", p.src[p.pos]) >= 0 {
-			p.pos++
-		}
-		// UseNumber keeps the literal as written, and encode writes it
-		// back verbatim.
-		if !isValidNumber(string(p.src[start:p.pos])) {
-			return false
-		}
-		r.buf = append(r.buf, p.src[start:p.pos]...)
-	default:
-		return false
-	}
-	return true
-}
-
-// textObject renders the members in the order they come, then rewrites
-// them in key order: decoding into a map and encoding it again sorts them.
-func (r *renderer) textObject(p *jsonText, depth int) bool {
-	p.pos++ // '{'
-	region := len(r.buf)
-	base := len(r.members)
-	defer func() { r.members = r.members[:base] }()
-	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == '}' {
-		p.pos++
-		r.buf = append(r.buf, "{}"...)
-		return true
-	}
-	for {
-		p.skipSpace()
-		if p.next() != '"' {
-			return false
-		}
-		// Keys must be plain: an escaped key would have to be decoded
-		// before it can be sorted and judged.
-		k0 := p.pos
-		for p.pos < len(p.src) && p.src[p.pos] != '"' {
-			if c := p.src[p.pos]; c == '\\' || c < ' ' {
-				return false
-			}
-			p.pos++
-		}
-		k1 := p.pos
-		if p.next() != '"' || !utf8.Valid(p.src[k0:k1]) {
-			return false
-		}
-		p.skipSpace()
-		if p.next() != ':' {
-			return false
-		}
-		p.skipSpace()
-		v0 := len(r.buf)
-		if !r.textValue(p, depth+1) {
-			return false
-		}
-		if string(r.buf[v0:]) != "null" && isSensitiveKeyBytes(p.src[k0:k1]) {
-			r.buf = append(r.buf[:v0], r.redacted...)
-		}
-		r.members = append(r.members, member{k0: k0, k1: k1, v0: v0 - region, v1: len(r.buf) - region})
-		p.skipSpace()
-		c := p.next()
-		if c == '}' {
-			break
-		}
-		if c != ',' {
-			return false
-		}
-	}
-	ms := r.members[base:]
-	src := p.src
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(src[a.k0:a.k1], src[b.k0:b.k1]) })
-	for i := 1; i < len(ms); i++ {
-		// A decoded map keeps only the last of a repeated key; rare
-		// enough not to reproduce.
-		if bytes.Equal(src[ms[i-1].k0:ms[i-1].k1], src[ms[i].k0:ms[i].k1]) {
-			return false
-		}
-	}
-	r.tmp = append(r.tmp[:0], r.buf[region:]...)
-	r.buf = append(r.buf[:region], '{')
-	for i, m := range ms {
-		if i > 0 {
-			r.buf = append(r.buf, ',')
-		}
-		r.buf = appendString(r.buf, src[m.k0:m.k1])
-		r.buf = append(r.buf, ':')
-		r.buf = append(r.buf, r.tmp[m.v0:m.v1]...)
-	}
-	r.buf = append(r.buf, '}')
-	return true
-}
-
-// str reads the string literal at pos and returns its decoded bytes: a
-// slice of the source when it has no escapes, else scratch. It declines
-// invalid UTF-8 and escaped surrogates, which encoding/json would replace
-// with U+FFFD, and anything that is not valid JSON.
-func (p *jsonText) str(scratch *[]byte) ([]byte, bool) {
-	p.pos++ // '"'
-	start := p.pos
-	for p.pos < len(p.src) {
-		switch c := p.src[p.pos]; {
-		case c == '"':
-			s := p.src[start:p.pos]
-			p.pos++
-			return s, utf8.Valid(s)
-		case c == '\\':
-			return p.escapedStr(start, scratch)
-		case c < ' ':
-			return nil, false
-		}
-		p.pos++
-	}
-	return nil, false
-}
-
-func (p *jsonText) escapedStr(start int, scratch *[]byte) ([]byte, bool) {
-	out := append((*scratch)[:0], p.src[start:p.pos]...)
-	defer func() { *scratch = out[:0] }()
-	for p.pos < len(p.src) {
-		c := p.src[p.pos]
-		switch {
-		case c == '"':
-			p.pos++
-			return out, utf8.Valid(out)
-		case c < ' ':
-			return nil, false
-		case c != '\\':
-			out = append(out, c)
-			p.pos++
-			continue
-		}
-		if p.pos+1 >= len(p.src) {
-			return nil, false
-		}
-		e := p.src[p.pos+1]
-		p.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			if p.pos+4 > len(p.src) {
-				return nil, false
-			}
-			var u rune
-			for _, h := range p.src[p.pos : p.pos+4] {
-				switch {
-				case '0' <= h && h <= '9':
-					u = u<<4 | rune(h-'0')
-				case 'a' <= h && h <= 'f':
-					u = u<<4 | rune(h-'a'+10)
-				case 'A' <= h && h <= 'F':
-					u = u<<4 | rune(h-'A'+10)
-				default:
-					return nil, false
-				}
-			}
-			p.pos += 4
-			if 0xD800 <= u && u < 0xE000 {
-				return nil, false // surrogates: pairs and strays alike
-			}
-			out = utf8.AppendRune(out, u)
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// appendCapped appends s as a JSON string, cut to width runes as capString
-// cuts it.
-func appendCapped[S string | []byte](dst []byte, s S, width int) []byte {
-	if len(s) <= width {
-		return appendString(dst, s)
-	}
-	cut, runes := len(s), 0
-	for i := 0; i < len(s); runes++ {
-		if runes == width-1 {
-			cut = i
-			break
-		}
-		i += runeLen(s[i:])
-	}
-	if cut == len(s) || runesIn(s[cut:]) <= 1 {
-		// At most width runes: capString leaves it whole.
-		return appendString(dst, s)
-	}
-	dst = appendString(dst, s[:cut])
-	dst = dst[:len(dst)-1] // reopen the string for the ellipsis
-	dst = append(dst, ellipsis...)
-	return append(dst, '"')
-}
-
-func decodeRune[S string | []byte](s S) (rune, int) {
-	n := min(len(s), utf8.UTFMax)
-	return utf8.DecodeRuneInString(string(s[:n]))
-}
-
-// runeLen is the width of the rune s starts with, an invalid byte counting
-// as a rune of its own, as ranging over a string counts it.
-func runeLen[S string | []byte](s S) int {
-	if s[0] < utf8.RuneSelf {
-		return 1
-	}
-	_, size := decodeRune(s)
-	return size
-}
-
-func runesIn[S string | []byte](s S) int {
-	n := 0
-	for i := 0; i < len(s); n++ {
-		i += runeLen(s[i:])
-	}
-	return n
-}
-
-// appendString is encoding/json's string encoder with HTML escaping off,
-// which is how encode writes every string of the generic path: ", \ and
-// control bytes escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped, everything else as it is.
-func appendString[S string | []byte](dst []byte, src S) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(src); {
-		if b := src[i]; b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, src[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := decodeRune(src[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, src[start:]...)
-	return append(dst, '"')
-}
-
-// isValidNumber is encoding/json's JSON number grammar, which both its
-// encoder (for json.Number) and its compaction of MarshalJSON output apply.
-func isValidNumber(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == '-' {
-		s = s[1:]
-		if s == "" {
-			return false
-		}
-	}
-	switch {
-	default:
-		return false
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		s = s[1:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
-		s = s[2:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if s[0] == '+' || s[0] == '-' {
-			s = s[1:]
-			if s == "" {
-				return false
-			}
-		}
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	return s == ""
 }

@@ -64,7 +64,7 @@ func TestConfigGolden(t *testing.T) {
 	}
 }
 
-// The brief's example, byte for byte apart from the column of this file.
+// The example of a problem rules/doc.go shows, byte for byte.
 func TestConfigErrorNamesFileLineColumnAndExpectation(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "config", "bad-action.json"))
 	if err != nil {
@@ -162,9 +162,11 @@ func TestPermissionParsing(t *testing.T) {
 			},
 		},
 		{
-			// ADR 0013: sugar entries first, explicit member entries after,
-			// a pattern the member redefines once at the member's place,
-			// whatever the textual order; the member keeps its key position.
+			// As pi's expandDirectionalSugar expands it (see expandSugar in
+			// parse_permission.go): sugar entries first, explicit member
+			// entries after, a pattern the member redefines once at the
+			// member's place, whatever the textual order; the member keeps
+			// its key position.
 			name: "sugar first, explicit member after",
 			doc: `{"permission": {
 "path_read": {"/a/*": "allow", "/b/*": "deny"},

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/seed6639df8c/courier/internal/strictjson"
 )
@@ -81,168 +80,55 @@ func parseObject(data []byte) (object, error) {
 	return asObject(data)
 }
 
-// asObject splits an object of a checked document into its members. The
-// values are the exact bytes encoding/json would give a json.RawMessage,
-// without copying: the document was checked, so a value's extent is found
-// by skipping, not parsing, and nothing needs to be decoded twice.
+// asObject splits an object of a checked document into its members with
+// strictjson's walker. The values are the exact bytes encoding/json would
+// give a json.RawMessage, without copying: the document was checked, so a
+// value's extent is found by skipping, not parsing, and nothing needs to
+// be decoded twice.
 func asObject(raw json.RawMessage) (object, error) {
-	if kindOf(raw) != '{' {
+	v := strictjson.Root(raw)
+	if v.Kind() != strictjson.KindObject {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
-	i := skipSpace(raw, 0) + 1
 	o := make(object, 0, 8)
-	for {
-		i = skipSpace(raw, i)
-		if i >= len(raw) {
-			return nil, errUnchecked
-		}
-		if raw[i] == '}' {
-			return o, nil
-		}
-		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-		nameEnd, escaped := skipString(raw, i)
-		if nameEnd < 0 {
-			return nil, errUnchecked
-		}
-		name := raw[i+1 : nameEnd-1]
-		if escaped || !utf8.Valid(name) {
-			// encoding/json resolves escapes and reads bad UTF-8 as U+FFFD.
-			var s string
-			if err := json.Unmarshal(raw[i:nameEnd], &s); err != nil {
-				return nil, errUnchecked
-			}
-			name = []byte(s)
-		}
-		i = skipSpace(raw, nameEnd)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, errUnchecked
-		}
-		start := skipSpace(raw, i+1)
-		end := skipValue(raw, start)
-		if end <= start {
-			return nil, errUnchecked
-		}
-		o = append(o, member{name: name, value: raw[start:end:end]})
-		i = end
+	m := v.Members()
+	for m.Next() {
+		o = append(o, member{name: m.Key().Text(), value: m.Value().Raw()})
 	}
+	if err := m.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnchecked, err)
+	}
+	return o, nil
 }
 
 // arrayItems splits an array of a checked document into its items, as
 // asObject splits an object. It reports false if raw is not an array.
 func arrayItems(raw json.RawMessage) ([]json.RawMessage, bool) {
-	if kindOf(raw) != '[' {
+	v := strictjson.Root(raw)
+	if v.Kind() != strictjson.KindArray {
 		return nil, false
 	}
-	i := skipSpace(raw, 0) + 1
 	var items []json.RawMessage
-	for {
-		i = skipSpace(raw, i)
-		if i >= len(raw) {
-			return nil, false
-		}
-		switch raw[i] {
-		case ']':
-			return items, true
-		case ',':
-			i = skipSpace(raw, i+1)
-		}
-		end := skipValue(raw, i)
-		if end <= i {
-			return nil, false
-		}
-		items = append(items, raw[i:end:end])
-		i = end
+	it := v.Items()
+	for it.Next() {
+		items = append(items, it.Value().Raw())
 	}
+	if it.Err() != nil {
+		return nil, false
+	}
+	return items, true
 }
 
 // errUnchecked reports a document that cannot have passed strictjson.Check:
 // asObject was handed bytes that did not come from parseObject.
 var errUnchecked = fmt.Errorf("%w: not a checked JSON document", ErrMalformed)
 
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
-}
+// kindOf returns the kind of a JSON value: its first significant byte for
+// an object '{', an array '[', a string '"', null 'n' and the booleans 't'
+// and 'f'; '0' for any number.
+func kindOf(raw json.RawMessage) strictjson.Kind { return strictjson.KindOf(raw) }
 
-// skipString returns the index after the string that opens at raw[i], and
-// whether it holds an escape; -1 if there is no string there.
-func skipString(raw []byte, i int) (int, bool) {
-	if i >= len(raw) || raw[i] != '"' {
-		return -1, false
-	}
-	escaped := false
-	for i++; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			return i + 1, escaped
-		case '\\':
-			escaped = true
-			i++
-		}
-	}
-	return -1, false
-}
-
-// skipValue returns the index after the checked value that starts at
-// raw[i]: -1 if the bytes end first, i if there is no value there.
-func skipValue(raw []byte, i int) int {
-	if i >= len(raw) {
-		return -1
-	}
-	switch raw[i] {
-	case '"':
-		end, _ := skipString(raw, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for i < len(raw) {
-			switch raw[i] {
-			case '"':
-				if i, _ = skipString(raw, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	// A number or a literal runs to the next delimiter or space.
-	for i < len(raw) {
-		switch raw[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// kindOf returns the first significant byte of a JSON value: '{', '[',
-// '"', 'n' (null), 't'/'f' (booleans), or a digit/'-' for numbers.
-func kindOf(raw json.RawMessage) byte {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c
-	}
-	return 0
-}
-
-func isNull(raw json.RawMessage) bool { return kindOf(raw) == 'n' }
+func isNull(raw json.RawMessage) bool { return kindOf(raw) == strictjson.KindNull }
 
 // str reads a member that must be a JSON string.
 func (o object) str(field, path string) (string, *FieldError) {
@@ -254,40 +140,10 @@ func (o object) str(field, path string) (string, *FieldError) {
 }
 
 func rawString(raw json.RawMessage, path string) (string, *FieldError) {
-	if kindOf(raw) != '"' {
+	if kindOf(raw) != strictjson.KindString {
 		return "", &FieldError{Field: path, Reason: "expected a string, got " + describe(raw)}
 	}
-	if s, ok := plainString(raw); ok {
-		return s, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", &FieldError{Field: path, Reason: "expected a string: " + err.Error()}
-	}
-	return s, nil
-}
-
-// plainString decodes the common JSON string that decodes to its own bytes:
-// no escape, no control byte, valid UTF-8. It reports false for any other
-// string, which json.Unmarshal then decodes.
-func plainString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : len(raw)-1]
-	ascii := true
-	for _, c := range body {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return "", false
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(body) {
-		return "", false // encoding/json reads each bad byte as U+FFFD
-	}
-	return string(body), true
+	return string(strictjson.Unquote(raw)), nil
 }
 
 // nonEmptyStr reads a member that must be a string with something other
@@ -314,8 +170,7 @@ func (o object) millis(field, path string) (int64, *FieldError) {
 }
 
 func rawMillis(raw json.RawMessage, path string) (int64, *FieldError) {
-	c := kindOf(raw)
-	if c != '-' && (c < '0' || c > '9') {
+	if kindOf(raw) != strictjson.KindNumber {
 		return 0, &FieldError{Field: path, Reason: "expected a number, got " + describe(raw)}
 	}
 	if n, ok := smallInt(raw); ok {
@@ -358,18 +213,18 @@ func smallInt(raw json.RawMessage) (int64, bool) {
 
 // describe names a JSON value's type for an error message.
 func describe(raw json.RawMessage) string {
-	switch c := kindOf(raw); {
-	case c == '{':
+	switch kindOf(raw) {
+	case strictjson.KindObject:
 		return "an object"
-	case c == '[':
+	case strictjson.KindArray:
 		return "an array"
-	case c == '"':
+	case strictjson.KindString:
 		return "a string"
-	case c == 'n':
+	case strictjson.KindNull:
 		return "null"
-	case c == 't' || c == 'f':
+	case strictjson.KindTrue, strictjson.KindFalse:
 		return "a boolean"
-	case c == '-' || ('0' <= c && c <= '9'):
+	case strictjson.KindNumber:
 		return "a number"
 	}
 	return "nothing"

@@ -1,6 +1,8 @@
 package strictjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,6 +125,16 @@ func assertAgrees(t *testing.T, data []byte) {
 	got, want := Check(data), checkOracle(data)
 	if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
 		t.Fatalf("Check(%q)\n got %v\nwant %v", data, got, want)
+	}
+	// Valid is Check without the comparison of keys: it accepts what
+	// Check accepts, and agrees with encoding/json's Valid on documents
+	// that cannot nest past the bound.
+	v := Valid(data)
+	if got == nil && !v {
+		t.Fatalf("Valid(%q) = false, Check accepts it", data)
+	}
+	if bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= MaxNesting && v != json.Valid(data) {
+		t.Fatalf("Valid(%q) = %v, json.Valid %v", data, v, json.Valid(data))
 	}
 	if got != nil && !errors.Is(got, ErrInvalid) {
 		t.Fatalf("Check(%q) = %v does not wrap ErrInvalid", data, got)

@@ -1,21 +1,9 @@
-// Package strictjson rejects JSON documents that Go's encoding/json would
-// read ambiguously or expensively, before they are decoded.
-//
-// encoding/json matches object keys case-insensitively and lets the last
-// duplicate win, so `{"state":"denied","STATE":"approved"}` decodes as
-// approved. A JavaScript reader (pi's) sees the first key exactly. Every
-// document courier reads from the mailbox or a review log passes [Check]
-// first, so both readers agree on what a file says, or the file is refused.
 package strictjson
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every error Check returns.
@@ -39,8 +27,20 @@ const MaxNesting = 64
 // pass over the bytes that allocates only to build an error, or when the
 // objects open at one point hold more than maxLinearKeys keys between them.
 func Check(data []byte) error {
+	// keys holds the keys of every open object in linear mode (see
+	// check); its first maxLinearKeys entries stay on the stack.
+	var keys [maxLinearKeys]keyRef
 	c := checker{data: data}
-	return c.check()
+	return c.check(keys[:0])
+}
+
+// Valid reports whether data is exactly one well-formed JSON value nested
+// at most MaxNesting deep: Check without the comparison of keys, for a
+// reader that needs only well-formed text and judges repeated keys itself
+// (reviewlog's transcoding of what a MarshalJSON method returns).
+func Valid(data []byte) bool {
+	c := checker{data: data, syntaxOnly: true}
+	return c.check(nil) == nil
 }
 
 // maxLinearKeys is how many keys an object holds before its duplicate check
@@ -64,6 +64,9 @@ type checker struct {
 	// big holds, innermost last, a map for each open object with more
 	// than maxLinearKeys keys: FoldKey of each decoded key to that key.
 	big []map[string]string
+
+	// syntaxOnly skips the comparison of keys, for Valid.
+	syntaxOnly bool
 }
 
 // keyRef is a key in data, between its quotes.
@@ -91,14 +94,13 @@ const (
 // at the same byte, so the error text is unchanged: "EOF" where a token is
 // missing, "unexpected EOF" inside a truncated scalar, "invalid character
 // … <context>" otherwise.
-func (c *checker) check() error {
-	// keys holds the keys of every open object in linear mode, outermost
-	// first; a nested object's keys are dropped when it closes, so each
-	// object's keys are a contiguous run at the end while it is read. It
-	// is a local, not a field of c, so that its first maxLinearKeys
-	// entries stay on the stack.
-	var buf [maxLinearKeys]keyRef
-	keys := buf[:0]
+//
+// keys holds the keys of every open object in linear mode, outermost
+// first; a nested object's keys are dropped when it closes, so each
+// object's keys are a contiguous run at the end while it is read. It is
+// the caller's empty slice, not a field of c, so that its first entries
+// stay on the caller's stack.
+func (c *checker) check(keys []keyRef) error {
 	depth := 0
 	state := stValue
 	for {
@@ -150,7 +152,12 @@ func (c *checker) check() error {
 			}
 			if ch == '"' {
 				var err error
-				if keys, err = c.key(keys, depth-1); err != nil {
+				if c.syntaxOnly {
+					_, _, err = c.str()
+				} else {
+					keys, err = c.key(keys, depth-1)
+				}
+				if err != nil {
 					return err
 				}
 				state = stColon
@@ -322,10 +329,9 @@ func isDigit(ch byte) bool { return '0' <= ch && ch <= '9' }
 func (c *checker) str() (escaped, high bool, err error) {
 	d, i := c.data, c.pos+1
 	for {
-		// The common bytes first, without the switch.
-		for i < len(d) && d[i] >= 0x20 && d[i] < utf8.RuneSelf && d[i] != '"' && d[i] != '\\' {
-			i++
-		}
+		// The common bytes first, eight at a time; once a non-ASCII
+		// byte has been seen, further ones need no look either.
+		i = stringRun(d, i, !high)
 		if i >= len(d) {
 			return false, false, errUnexpectedEOF()
 		}
@@ -363,238 +369,6 @@ func (c *checker) str() (escaped, high bool, err error) {
 			i++
 		}
 	}
-}
-
-func hexValue(ch byte) rune {
-	switch {
-	case '0' <= ch && ch <= '9':
-		return rune(ch - '0')
-	case 'a' <= ch && ch <= 'f':
-		return rune(ch - 'a' + 10)
-	case 'A' <= ch && ch <= 'F':
-		return rune(ch - 'A' + 10)
-	}
-	return -1
-}
-
-// key reads the key at c.pos of the object open at depth, refuses it if it
-// folds equal to an earlier key of that object, and returns keys with it
-// added. Like Decoder.Token, it judges the key before looking for the
-// colon after it.
-func (c *checker) key(keys []keyRef, depth int) ([]keyRef, error) {
-	start := c.pos + 1
-	escaped, high, err := c.str()
-	if err != nil {
-		return keys, err
-	}
-	k := keyRef{start: start, end: c.pos - 1, simple: !escaped && !high}
-	raw := c.data[k.start:k.end]
-
-	base := c.bases[depth]
-	if base < 0 {
-		return keys, c.bigKey(c.big[len(c.big)-1], raw)
-	}
-	if k.simple {
-		k.hash = hashSimple(raw)
-	} else {
-		k.hash = hashFolded(raw)
-	}
-	for _, prev := range keys[base:] {
-		if prev.hash == k.hash && c.sameKey(prev, k) {
-			return keys, duplicate(decodeKey(raw), decodeKey(c.data[prev.start:prev.end]))
-		}
-	}
-	keys = append(keys, k)
-	if len(keys)-base > maxLinearKeys {
-		// Too many to compare pairwise: move this object's keys to a map.
-		seen := make(map[string]string, 2*maxLinearKeys)
-		for _, prev := range keys[base:] {
-			s := decodeKey(c.data[prev.start:prev.end])
-			seen[FoldKey(s)] = s
-		}
-		keys = keys[:base]
-		c.bases[depth] = -1
-		c.big = append(c.big, seen)
-	}
-	return keys, nil
-}
-
-func (c *checker) bigKey(seen map[string]string, raw []byte) error {
-	s := decodeKey(raw)
-	folded := FoldKey(s)
-	if prev, dup := seen[folded]; dup {
-		return duplicate(s, prev)
-	}
-	seen[folded] = s
-	return nil
-}
-
-// closeObject forgets the keys of the object that was open at depth.
-func (c *checker) closeObject(keys []keyRef, depth int) []keyRef {
-	if base := c.bases[depth]; base >= 0 {
-		return keys[:base]
-	}
-	c.big[len(c.big)-1] = nil
-	c.big = c.big[:len(c.big)-1]
-	return keys
-}
-
-// sameKey reports whether two keys with equal hashes fold equal.
-func (c *checker) sameKey(a, b keyRef) bool {
-	x, y := c.data[a.start:a.end], c.data[b.start:b.end]
-	if a.simple && b.simple {
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if upperASCII(x[i]) != upperASCII(y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	i, j := 0, 0
-	for i < len(x) && j < len(y) {
-		var r1, r2 rune
-		r1, i = nextRune(x, i)
-		r2, j = nextRune(y, j)
-		if foldRune(r1) != foldRune(r2) {
-			return false
-		}
-	}
-	return i == len(x) && j == len(y)
-}
-
-// FNV-1a over folded runes; hashSimple and hashFolded agree on every key
-// both can read.
-const (
-	hashOffset = 2166136261
-	hashPrime  = 16777619
-)
-
-func hashSimple(raw []byte) uint32 {
-	h := uint32(hashOffset)
-	for _, ch := range raw {
-		h = (h ^ uint32(upperASCII(ch))) * hashPrime
-	}
-	return h
-}
-
-func hashFolded(raw []byte) uint32 {
-	h := uint32(hashOffset)
-	for i := 0; i < len(raw); {
-		var r rune
-		r, i = nextRune(raw, i)
-		h = (h ^ uint32(foldRune(r))) * hashPrime
-	}
-	return h
-}
-
-func upperASCII(ch byte) byte {
-	if 'a' <= ch && ch <= 'z' {
-		return ch - ('a' - 'A')
-	}
-	return ch
-}
-
-// nextRune decodes the rune of a checked JSON string's content at raw[i]
-// exactly as encoding/json unquotes it: escapes resolved, a surrogate
-// pair joined, a lone surrogate or an invalid UTF-8 byte read as U+FFFD.
-func nextRune(raw []byte, i int) (rune, int) {
-	ch := raw[i]
-	if ch < utf8.RuneSelf {
-		if ch != '\\' {
-			return rune(ch), i + 1
-		}
-		switch raw[i+1] {
-		case 'b':
-			return '\b', i + 2
-		case 'f':
-			return '\f', i + 2
-		case 'n':
-			return '\n', i + 2
-		case 'r':
-			return '\r', i + 2
-		case 't':
-			return '\t', i + 2
-		case 'u':
-			r := hex4(raw[i+2:])
-			i += 6
-			if !utf16.IsSurrogate(r) {
-				return r, i
-			}
-			if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-				if dec := utf16.DecodeRune(r, hex4(raw[i+2:])); dec != unicode.ReplacementChar {
-					return dec, i + 6
-				}
-			}
-			return unicode.ReplacementChar, i
-		}
-		return rune(raw[i+1]), i + 2 // \" \\ \/
-	}
-	r, size := utf8.DecodeRune(raw[i:])
-	return r, i + size
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, ch := range b[:4] {
-		v := hexValue(ch)
-		if v < 0 {
-			return -1
-		}
-		r = r*16 + v
-	}
-	return r
-}
-
-// decodeKey returns a checked key's text, as encoding/json would.
-func decodeKey(raw []byte) string {
-	var b strings.Builder
-	b.Grow(len(raw))
-	for i := 0; i < len(raw); {
-		var r rune
-		r, i = nextRune(raw, i)
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// foldRune maps r to the smallest rune of its simple-fold orbit, as FoldKey
-// does rune by rune.
-func foldRune(r rune) rune {
-	if r < utf8.RuneSelf {
-		return rune(upperASCII(byte(r)))
-	}
-	low := r
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f < low {
-			low = f
-		}
-	}
-	return low
-}
-
-// FoldKey maps every rune to the smallest rune of its Unicode simple-fold
-// orbit, so two keys fold equal exactly when strings.EqualFold (and
-// encoding/json's key matching) treats them as equal.
-func FoldKey(s string) string {
-	simple := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf || ('a' <= s[i] && s[i] <= 'z') {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
 }
 
 // The errors below carry encoding/json's wording, which Check returned
