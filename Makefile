@@ -15,6 +15,12 @@ FUZZ_TARGETS := \
 	./wire:FuzzResponseBinding \
 	./audit:FuzzCensus \
 	./internal/strictjson:FuzzFoldKey \
+	./internal/strictjson:FuzzCheckAgreesWithOracle \
+	./internal/strictjson:FuzzWalkAgreesWithUnmarshal \
+	./internal/strictjson:FuzzStringRun \
+	./wire:FuzzSplitAgreesWithUnmarshal \
+	./reviewlog:FuzzEmitMatchesWrite \
+	./reviewlog:FuzzRenderMatchesGeneric \
 	./mailbox:FuzzEscapeSessionID \
 	./mailbox:FuzzCheckServing \
 	./rules:FuzzMatch \
