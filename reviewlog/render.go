@@ -6,8 +6,11 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/seed6639df8c/courier/internal/strictjson"
 )
 
 // The generic path (normalize, sanitize, encode) marshals each detail,
@@ -41,7 +44,7 @@ type renderer struct {
 
 	// Stacks shared by nested maps and objects: each level works on the
 	// segment past the length it found and cuts the stack back on return.
-	keys    []string
+	entries []entry
 	members []member
 	unq     []byte // the last decoded JSON string that had escapes
 }
@@ -54,12 +57,24 @@ type fieldSpan struct {
 	start, end int
 }
 
+// entry is one entry of a map being rendered, taken in one pass over the
+// map so that no key is looked up twice.
+type entry struct {
+	key   string
+	value any
+}
+
 // member is one member of a JSON object being transcoded: where its key's
-// text and its value sit in the object's bytes. Offsets rather than slices
-// keep it free of pointers, so sorting members moves plain words.
+// text and its value sit in the object's bytes, the key's prefix for
+// sorting (keyPrefix: most keys differ in their first bytes), the value's
+// kind, and what the walk knows of the strings (strictjson.Value's Plain
+// and Verbatim). Offsets rather than slices keep it small and free of
+// pointers, so that storing and sorting members moves plain words.
 type member struct {
-	k0, k1 int
-	v0, v1 int
+	prefix                       uint64
+	k0, k1, v0, v1               int32
+	kind                         strictjson.Kind
+	plain, verbatim, keyVerbatim bool
 }
 
 // maxPooledBuf keeps a renderer that grew for one outsized entry (a long
@@ -82,8 +97,8 @@ func putRenderer(r *renderer) {
 	// Drop the references to the caller's strings so a pooled renderer
 	// does not keep a past entry's details alive.
 	clear(r.fields[:cap(r.fields)])
-	clear(r.keys[:cap(r.keys)])
-	r.buf, r.fields, r.keys, r.members = r.buf[:0], r.fields[:0], r.keys[:0], r.members[:0]
+	clear(r.entries[:cap(r.entries)])
+	r.buf, r.fields, r.entries, r.members = r.buf[:0], r.fields[:0], r.entries[:0], r.members[:0]
 	renderers.Put(r)
 }
 
@@ -260,31 +275,31 @@ func (r *renderer) object(m map[string]any, depth int) bool {
 		r.buf = append(r.buf, "null"...)
 		return true
 	}
-	base := len(r.keys)
-	defer func() { r.keys = r.keys[:base] }()
-	for k := range m {
+	base := len(r.entries)
+	defer func() { r.entries = r.entries[:base] }()
+	for k, v := range m {
 		// A marshal would coerce an invalid key, possibly onto another
 		// key; leave that to the generic path.
 		if !utf8.ValidString(k) {
 			return false
 		}
-		r.keys = append(r.keys, k)
+		r.entries = append(r.entries, entry{k, v})
 	}
-	slices.Sort(r.keys[base:])
+	slices.SortFunc(r.entries[base:], func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	r.buf = append(r.buf, '{')
 	for i := range len(m) {
 		// Index afresh: nested maps may have grown the stack.
-		k := r.keys[base+i]
+		e := r.entries[base+i]
 		if i > 0 {
 			r.buf = append(r.buf, ',')
 		}
-		r.buf = appendString(r.buf, k)
+		r.buf = appendString(r.buf, e.key)
 		r.buf = append(r.buf, ':')
 		start := len(r.buf)
-		if !r.value(m[k], depth+1) {
+		if !r.value(e.value, depth+1) {
 			return false
 		}
-		r.redact(k, start)
+		r.redact(e.key, start)
 	}
 	r.buf = append(r.buf, '}')
 	return true

@@ -1,6 +1,10 @@
 package reviewlog
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/seed6639df8c/courier/internal/strictjson"
+)
 
 // Strings and numbers written as encoding/json writes them, for both halves
 // of the renderer (render.go, render_text.go).
@@ -61,11 +65,8 @@ func appendString[S string | []byte](dst []byte, src S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(src); {
-		// The bytes written as they are, one table load each.
-		for i < len(src) && asIs[src[i]] {
-			i++
-		}
-		if i == len(src) {
+		// The bytes written as they are, found eight at a time.
+		if i = strictjson.TextRun(src, i); i == len(src) {
 			break
 		}
 		if b := src[i]; b < utf8.RuneSelf {
@@ -110,15 +111,6 @@ func appendString[S string | []byte](dst []byte, src S) []byte {
 	dst = append(dst, src[start:]...)
 	return append(dst, '"')
 }
-
-// asIs marks the bytes a JSON string holds as they are: printable ASCII
-// but the quote and the backslash.
-var asIs = func() (t [256]bool) {
-	for b := ' '; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
 
 // isValidNumber is encoding/json's JSON number grammar, which both its
 // encoder (for json.Number) and its compaction of MarshalJSON output apply.

@@ -2,6 +2,8 @@ package reviewlog
 
 import (
 	"bytes"
+	"cmp"
+	"math"
 	"slices"
 
 	"github.com/seed6639df8c/courier/internal/strictjson"
@@ -42,19 +44,7 @@ func (r *renderer) textValue(v strictjson.Value, depth int) bool {
 		}
 		r.buf = append(r.buf, ']')
 	case strictjson.KindString:
-		raw := v.Raw()
-		if v.Plain() {
-			r.buf = appendCapped(r.buf, raw[1:len(raw)-1], r.width)
-			break
-		}
-		// Invalid UTF-8 and surrogate escapes decode to U+FFFD or to a
-		// rune two escapes make; leave them to the generic path.
-		s, whole := strictjson.AppendUnquote(r.unq[:0], raw)
-		r.unq = s[:0]
-		if !whole {
-			return false
-		}
-		r.buf = appendCapped(r.buf, s, r.width)
+		return r.textString(v.Raw(), v.Plain())
 	default:
 		// A number as written (the generic path decodes with UseNumber
 		// and encodes the literal back verbatim), or true, false, null.
@@ -63,13 +53,35 @@ func (r *renderer) textValue(v strictjson.Value, depth int) bool {
 	return true
 }
 
+// textString writes the string raw as the generic path writes it: decoded,
+// capped and encoded again. plain says that its text is its bytes as they
+// stand (strictjson.Plain).
+func (r *renderer) textString(raw []byte, plain bool) bool {
+	if plain {
+		r.buf = appendCapped(r.buf, raw[1:len(raw)-1], r.width)
+		return true
+	}
+	// Invalid UTF-8 and surrogate escapes decode to U+FFFD or to a rune
+	// two escapes make; leave them to the generic path.
+	s, whole := strictjson.AppendUnquote(r.unq[:0], raw)
+	r.unq = s[:0]
+	if !whole {
+		return false
+	}
+	r.buf = appendCapped(r.buf, s, r.width)
+	return true
+}
+
 // textObject writes an object's members in key order, as decoding it into
 // a map and encoding that again sorts them, masking the values under
 // sensitive keys.
 func (r *renderer) textObject(v strictjson.Value, depth int) bool {
+	src, at := v.Raw(), v.Offset()
+	if len(src) > math.MaxInt32 {
+		return false // past what a member's offsets hold
+	}
 	base := len(r.members)
 	defer func() { r.members = r.members[:base] }()
-	src, at := v.Raw(), v.Offset()
 	members := v.Members()
 	for members.Next() {
 		// Keys must be plain: an escaped key would have to be decoded
@@ -78,15 +90,28 @@ func (r *renderer) textObject(v strictjson.Value, depth int) bool {
 		if !key.Plain() {
 			return false
 		}
-		k0, v0 := key.Offset()-at, value.Offset()-at
-		r.members = append(r.members, member{k0: k0 + 1, k1: k0 + len(key.Raw()) - 1, v0: v0, v1: v0 + len(value.Raw())})
+		k, val := key.Offset()-at+1, value.Offset()-at
+		kn := len(key.Raw()) - 2
+		kind := value.Kind()
+		r.members = append(r.members, member{
+			prefix: keyPrefix(src, k, kn),
+			k0:     int32(k), k1: int32(k + kn),
+			v0: int32(val), v1: int32(val + len(value.Raw())),
+			kind: kind, plain: kind == strictjson.KindString && value.Plain(),
+			verbatim: value.Verbatim(), keyVerbatim: key.Verbatim(),
+		})
 	}
 	ms := r.members[base:]
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(src[a.k0:a.k1], src[b.k0:b.k1]) })
+	slices.SortFunc(ms, func(a, b member) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return bytes.Compare(src[a.k0:a.k1], src[b.k0:b.k1])
+	})
 	for i := 1; i < len(ms); i++ {
 		// A decoded map keeps only the last of a repeated key; rare
 		// enough not to reproduce.
-		if bytes.Equal(src[ms[i-1].k0:ms[i-1].k1], src[ms[i].k0:ms[i].k1]) {
+		if ms[i-1].prefix == ms[i].prefix && bytes.Equal(src[ms[i-1].k0:ms[i-1].k1], src[ms[i].k0:ms[i].k1]) {
 			return false
 		}
 	}
@@ -98,11 +123,26 @@ func (r *renderer) textObject(v strictjson.Value, depth int) bool {
 		if i > base {
 			r.buf = append(r.buf, ',')
 		}
-		r.buf = appendString(r.buf, key)
+		if m.keyVerbatim {
+			r.buf = append(r.buf, src[m.k0-1:m.k1+1]...) // as appendString would write it
+		} else {
+			r.buf = appendString(r.buf, key)
+		}
 		r.buf = append(r.buf, ':')
 		start := len(r.buf)
-		if !r.textValue(strictjson.Root(src[m.v0:m.v1]), depth+1) {
-			return false
+		switch raw := src[m.v0:m.v1]; {
+		case m.verbatim && len(raw)-2 <= r.width:
+			r.buf = append(r.buf, raw...) // as appendCapped would write it
+		case m.kind == strictjson.KindString:
+			if !r.textString(raw, m.plain) {
+				return false
+			}
+		case m.kind == strictjson.KindObject || m.kind == strictjson.KindArray:
+			if !r.textValue(strictjson.Root(raw), depth+1) {
+				return false
+			}
+		default:
+			r.buf = append(r.buf, raw...) // as textValue writes a scalar
 		}
 		if string(r.buf[start:]) != "null" && isSensitiveKeyBytes(key) {
 			r.buf = append(r.buf[:start], r.redacted...)
@@ -110,4 +150,19 @@ func (r *renderer) textObject(v strictjson.Value, depth int) bool {
 	}
 	r.buf = append(r.buf, '}')
 	return true
+}
+
+// keyPrefix returns the first eight bytes of the n-byte key at s[k] as a
+// big-endian number, zero-padded. The padding never reverses an order, so
+// keys whose prefixes differ order as their prefixes do, and only keys
+// with equal prefixes need their bytes compared.
+func keyPrefix[S string | []byte](s S, k, n int) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < n {
+			p |= uint64(s[k+i])
+		}
+	}
+	return p
 }

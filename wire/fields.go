@@ -95,8 +95,8 @@ func asObject(raw json.RawMessage) (object, error) {
 	for m.Next() {
 		o = append(o, member{name: m.Key().Text(), value: m.Value().Raw()})
 	}
-	if err := m.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUnchecked, err)
+	if m.Err() != nil {
+		return nil, errUnchecked
 	}
 	return o, nil
 }

@@ -2,17 +2,19 @@ package strictjson
 
 import (
 	"bytes"
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// The decoding of a string's text, shared by the duplicate-key check (which
-// compares keys as encoding/json decodes them) and by Unquote.
+// A string's text: the scan for the bytes that end or change it, shared by
+// Check and the walker, and its decoding, shared by the duplicate-key check
+// (which compares keys as encoding/json decodes them) and by Unquote.
 
-// Unquote returns the text of quoted, a string of a checked document with
-// its quotes, as encoding/json decodes it: escapes resolved, a surrogate
+// Unquote returns the text of quoted, a string of a well-formed document
+// with its quotes, as encoding/json decodes it: escapes resolved, a surrogate
 // pair joined, a lone surrogate escape or an invalid UTF-8 byte read as
 // U+FFFD. When the text holds no escape and is valid UTF-8, the common
 // case, the result is a subslice of quoted and nothing is copied;
@@ -40,9 +42,9 @@ func AppendUnquote(dst, quoted []byte) (text []byte, whole bool) {
 	return appendUnquoted(dst, body)
 }
 
-// Plain reports whether the text of quoted, a string of a checked document
-// with its quotes, is the bytes between them as they stand: no escape and
-// valid UTF-8. Unquote returns such a text without copying it.
+// Plain reports whether the text of quoted, a string of a well-formed
+// document with its quotes, is the bytes between them as they stand: no
+// escape and valid UTF-8. Unquote returns such a text without copying it.
 func Plain(quoted []byte) bool {
 	_, plain := stringBody(quoted)
 	return plain
@@ -56,8 +58,8 @@ func stringBody(quoted []byte) ([]byte, bool) {
 	}
 	body := quoted[1 : len(quoted)-1 : len(quoted)-1]
 	if len(body) <= 32 {
-		// One look at each byte is quickest for a short string, the
-		// common key or value; a long one takes the vector routines.
+		// One scan is quickest for a short string, the common key or
+		// value; a long one takes the vector routines below.
 		if stringRun(body, 0, true) == len(body) {
 			return body, true
 		}
@@ -65,12 +67,41 @@ func stringBody(quoted []byte) ([]byte, bool) {
 	return body, bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body)
 }
 
+// TextRun returns the index of the first byte of s at or after i that a
+// JSON string does not hold as it is: a quote, a backslash, a control byte
+// or a byte of 0x80 or more; len(s) if there is none. A writer of JSON
+// strings copies the run before it as it stands (reviewlog/render_encode.go).
+func TextRun[S string | []byte](s S, i int) int { return stringRun(s, i, true) }
+
 // stringRun returns the index of the first byte at or after i in d that a
 // scan of a string's text must look at: a quote, a backslash, a control
 // byte, or, if stopHigh, a byte of 0x80 or more; len(d) if there is none.
 // Every reader scans strings, most of a document's bytes (Check, the
-// walker's skips, Unquote), so this is one table load a byte.
-func stringRun(d []byte, i int, stopHigh bool) int {
+// walker, Unquote), so it reads eight bytes at a time while it can.
+func stringRun[S string | []byte](d S, i int, stopHigh bool) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	var high uint64
+	if stopHigh {
+		high = highs
+	}
+	for len(d)-i >= 8 {
+		w := d[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q := x ^ (ones * '"')  // a zero byte where x has a quote
+		b := x ^ (ones * '\\') // and where it has a backslash
+		// Each term sets the high bit of a byte of x that is of its kind
+		// (the bit-twiddling "has a zero byte" and "has a byte less than
+		// n" tests). A borrow can also flag a later byte, never an
+		// earlier one, so the lowest flag is the first byte to look at.
+		if hit := ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b | x&high) & highs; hit != 0 {
+			return i + bits.TrailingZeros64(hit)/8
+		}
+		i += 8
+	}
 	mask := uint8(stopSpecial)
 	if stopHigh {
 		mask |= stopHighByte

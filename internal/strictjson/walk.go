@@ -5,16 +5,17 @@ import (
 	"errors"
 )
 
-// The walker: reading the parts of a document Check accepted. It trusts
-// that the bytes are well formed, so finding where a value ends is a skip
-// over brackets and strings, not a parse, and nothing is decoded until a
-// caller asks for it. On bytes that were not checked it stops with an
-// error rather than loop or read out of bounds, but it does not find every
-// fault: that is Check's job.
+// The walker: reading the parts of a well-formed document, one Check or
+// Valid accepted (or encoding/json: rules reads a config whose repeated
+// keys it reports itself). It trusts the bytes, so finding where a value
+// ends is a skip over brackets and strings, not a parse, and nothing is
+// decoded until a caller asks for it. On bytes that are not well formed it
+// stops with an error rather than loop or read out of bounds, but it does
+// not find every fault: that is Check's job.
 
-// Kind is the kind of a JSON value, named by the byte that starts it, as
-// encoding/json/v2's jsontext.Kind names it: 'n', 'f', 't', '"', '{', '['
-// and, for every number whatever its sign or first digit, '0'.
+// Kind is the kind of a JSON value, named by the byte that starts it: 'n',
+// 'f', 't', '"', '{', '[' and, for every number whatever its sign or first
+// digit, '0'. A reader can compare it with that byte.
 type Kind byte
 
 // The kinds of JSON value.
@@ -52,27 +53,27 @@ var kinds = func() (t [256]Kind) {
 	return t
 }()
 
-// errUnchecked stops a walk over bytes that cannot have passed Check.
-var errUnchecked = errors.New("strictjson: not a checked JSON document")
+// errUnchecked stops a walk over bytes that cannot be well formed.
+var errUnchecked = errors.New("strictjson: not a well-formed JSON document")
 
 // errNotContainer is the error of a walk over the members of a value that
 // is not an object, or the items of one that is not an array.
 var errNotContainer = errors.New("strictjson: not an object or array of the kind walked")
 
-// Value is one value of a checked document: the document and the extent
+// Value is one value of a well-formed document: the document and the extent
 // of the value in it, so that a walk hands out each value's own bytes and
 // can still say where in the document it starts. The zero Value is of
 // KindInvalid.
 type Value struct {
 	doc        []byte
 	start, end int
-	// plain marks a string the walk that found it saw to be plain (see
-	// Plain) on its way over it, so that its text needs no second look.
+	// plain marks a string the walk that found it saw, on its way over
+	// it, to be ASCII without escapes (see Verbatim).
 	plain bool
 }
 
-// Root returns the value of doc, a document Check accepted, without the
-// space around it.
+// Root returns the value of doc, a well-formed document, without the space
+// around it.
 func Root(doc []byte) Value {
 	start, end := skipSpace(doc, 0), len(doc)
 	for end > start && isSpace(doc[end-1]) {
@@ -101,6 +102,13 @@ func (v Value) Text() []byte {
 // Plain reports, as the function Plain does, whether the text of v, a
 // string, is its bytes between the quotes as they stand.
 func (v Value) Plain() bool { return v.plain || Plain(v.Raw()) }
+
+// Verbatim reports whether v is a string the walk that found it saw to be
+// ASCII without escapes: its text is its bytes, and a JSON writer writes
+// it, quotes and all, exactly as it stands. It is false, though the string
+// may be such, where the walk did not look: past the first bytes of a long
+// string, or on a Value that Root returned.
+func (v Value) Verbatim() bool { return v.plain }
 
 // Kind returns the kind of v.
 func (v Value) Kind() Kind {
@@ -199,7 +207,7 @@ func (m *Members) Value() Value {
 }
 
 // Err returns nil if the walk ended at the object's closing brace, and an
-// error if the value was not an object or its bytes were not checked.
+// error if the value was not an object or its bytes were not well formed.
 func (m *Members) Err() error { return m.err }
 
 // Items walks the items of an array, as Members walks an object. It
@@ -248,7 +256,7 @@ func (it *Items) Value() Value {
 }
 
 // Err returns nil if the walk ended at the array's closing bracket, and an
-// error if the value was not an array or its bytes were not checked.
+// error if the value was not an array or its bytes were not well formed.
 func (it *Items) Err() error { return it.err }
 
 func isSpace(ch byte) bool { return ch <= ' ' && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') }
@@ -262,9 +270,9 @@ func skipSpace(d []byte, i int) int {
 
 // skipString returns the index after the string that opens at d[i], or -1
 // if there is none, and whether the string is plain: ASCII without
-// escapes. It looks at the bytes of a short string, a key or the common
-// value, one at a time, and so learns whether it is plain on the way; past
-// maxLook bytes it gives up learning and jumps to the end.
+// escapes. It scans a short string, a key or the common value, and so
+// learns whether it is plain on the way; past maxLook bytes it gives up
+// learning and jumps to the end.
 func skipString(d []byte, i int) (int, bool) {
 	if i >= len(d) || d[i] != '"' {
 		return -1, false
@@ -277,8 +285,8 @@ func skipString(d []byte, i int) (int, bool) {
 	return jumpString(d, i, j), false
 }
 
-// maxLook is how many bytes of a string skipString looks at one by one.
-const maxLook = 32
+// maxLook is how many bytes of a string skipString scans.
+const maxLook = 64
 
 // jumpString returns the index after the string that opens at d[i], or -1,
 // jumping from quote to quote from d[from] on (no quote before it may end
@@ -303,7 +311,7 @@ func jumpString(d []byte, i, from int) int {
 	}
 }
 
-// skipValue returns the index after the checked value that starts at d[i]
+// skipValue returns the index after the value that starts at d[i]
 // (-1 if the bytes end first, i if there is no value there) and, for a
 // string, whether skipString saw it to be plain. It keeps a count, not a
 // stack, so nesting costs nothing.

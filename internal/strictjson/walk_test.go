@@ -123,6 +123,15 @@ func compareWalk(t *testing.T, doc []byte, v Value) {
 		if got := v.Text(); string(got) != want {
 			t.Fatalf("Value.Text of %s = %q, Unmarshal %q", raw, got, want)
 		}
+		if v.Verbatim() {
+			// Written back by encoding/json, the text is raw again.
+			var enc bytes.Buffer
+			e := json.NewEncoder(&enc)
+			e.SetEscapeHTML(false)
+			if err := e.Encode(want); err != nil || !bytes.Equal(bytes.TrimSuffix(enc.Bytes(), []byte("\n")), raw) {
+				t.Fatalf("Verbatim string %s encodes as %s (%v)", raw, enc.Bytes(), err)
+			}
+		}
 		plain := utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0
 		if Plain(raw) != plain || v.Plain() != plain {
 			t.Fatalf("Plain(%s) = %v, Value.Plain %v, want %v", raw, Plain(raw), v.Plain(), plain)
@@ -218,6 +227,13 @@ func TestWalkAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { walk(Root(doc)) }); n != 0 {
 		t.Errorf("a walk allocated %v times, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if !Valid(doc) {
+			t.Fatal("Valid refused the document")
+		}
+	}); n != 0 {
+		t.Errorf("Valid allocated %v times, want 0", n)
 	}
 }
 
