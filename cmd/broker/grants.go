@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/seed6639df8c/courier/grants"
+	"github.com/seed6639df8c/courier/internal/flagargs"
 	"github.com/seed6639df8c/courier/mailbox"
 )
 
@@ -111,7 +112,7 @@ func runGrantsRevoke(args []string, stdout, stderr io.Writer) int {
 	var sel grants.Selector
 	fs.BoolVar(&sel.All, "all", false, "revoke every grant (on --surface, when given) instead of PATTERN")
 	fs.StringVar(&sel.Surface, "surface", "", "revoke only grants on this surface (exactly as listed, e.g. path_write)")
-	patterns, err := parseInterspersed(fs, args)
+	patterns, err := flagargs.Parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -142,27 +143,6 @@ func runGrantsRevoke(args []string, stdout, stderr io.Writer) int {
 		return grantsError(stderr, "revoke", err)
 	}
 	return 0
-}
-
-// parseInterspersed parses fs from args, flags before and after the
-// positional arguments (PATTERN --surface S), and returns the positional
-// ones. Everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }
 
 // grantsError prints err for broker grants cmd and returns its status: 1

@@ -21,6 +21,7 @@ import (
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/grants"
+	"github.com/seed6639df8c/courier/internal/flagargs"
 	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
@@ -468,7 +469,7 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 		fs.BoolVar(&sel.All, "all", false, "revoke every grant (on --surface, when given) instead of PATTERN")
 		fs.StringVar(&sel.Surface, "surface", "", "revoke only grants on this surface (exactly as listed, e.g. path_write)")
 	}
-	positional, err := parseInterspersed(fs, args[1:])
+	positional, err := flagargs.Parse(fs, args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -523,25 +524,4 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return fail(err)
 	}
 	return 0
-}
-
-// parseInterspersed parses fs from args, flags before and after the
-// positional arguments (PATTERN --surface S), and returns the positional
-// ones. Everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }

@@ -19,6 +19,7 @@ var layers = map[string]int{
 	// Leaves: no I/O of the mailbox, no policy.
 	"internal/strictjson":               0,
 	"internal/filewatch":                0,
+	"internal/flagargs":                 0,
 	"bashunits":                         0,
 	"plugins/gen/courier/authorizer/v1": 0,
 	"provenance":                        1,
