@@ -49,6 +49,14 @@ func TestBashCompoundDefault(t *testing.T) {
 		{"if git diff --quiet; then git log; fi", Allow, "git diff *"},
 		{"for f in $(ls); do git show $f; done", Allow, "ls *"},
 		{"git log $((x))", Ask, "<unparsed-bash-subtree>"},
+		// Padded and look-alike values.
+		{"  git   status  ", Allow, "git status *"},
+		{"git status\t&&\trm -rf ~", Deny, "rm -rf ~*"},
+		{"git status \\\n&& rm -rf ~", Deny, "rm -rf ~*"},
+		{"g\u0456t status", Ask, "*"},                      // Cyrillic і: not git
+		{"git status\u00a0&& rm -rf ~", Deny, "rm -rf ~*"}, // a no-break space does not glue the two
+		{"git status\r\nrm -rf ~", Deny, "rm -rf ~*"},
+		{"git status\x00; rm -rf ~", Ask, "*"}, // floored whole: never allowed
 	}
 	for _, tc := range tests {
 		d := p.Resolve(Query{Surface: "bash", MatchValues: []string{tc.line}})
