@@ -14,6 +14,12 @@ type Ask struct {
 	// Resolution is the recorded authority's answer (an ask), or the zero
 	// Resolution when the request carried no accessIntent (the ask floor).
 	Resolution rules.Resolution
+	// Grants are the whole-session grants "yes, for this session" would
+	// record: the child's suggestions that the broker admitted (each
+	// covers a value of this ask and is no wider than the broker's own
+	// suggestion for it). The terminal shows every one of them in full;
+	// nil offers no whole-session scope.
+	Grants []wire.SuggestedGrant
 }
 
 // Terminal decides the asks that neither the rules nor the chain decided:
