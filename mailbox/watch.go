@@ -313,12 +313,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 			case r.Overflow:
 				w.report(fmt.Errorf("watch %s: %w; rescanning", w.dir, filewatch.ErrOverflow))
 			}
-			if r.Lost || r.Err != nil {
-				// The directory itself went away, or its watch: look for
-				// it at the poll cadence.
+			if r.Lost || r.Recheck {
+				// The directory went away, or the way to it was made
+				// again: watch it, or the ancestor that will tell when
+				// it is back, before the scan that closes the race.
+				n.Check()
+			}
+			if r.Lost || r.Recheck || r.Err != nil {
 				resetTimer()
 			}
-			if r.Lost || r.Overflow || r.Err != nil {
+			if r.Lost || r.Recheck || r.Overflow || r.Err != nil {
 				w.scan()
 			}
 		case <-timer.C:

@@ -133,7 +133,7 @@ func TestWatcherDirectoryLifecycle(t *testing.T) {
 				}
 			}
 
-			h.quiet(2) // the directory does not exist yet
+			h.missing(mode) // the directory does not exist yet
 			rearm(func() { mkdir(t, dir) })
 			publish(t, dir, "first.json")
 			h.expect("first.json")
@@ -144,7 +144,7 @@ func TestWatcherDirectoryLifecycle(t *testing.T) {
 				if err := os.RemoveAll(dir); err != nil {
 					t.Fatal(err)
 				}
-				h.quiet(2)
+				h.missing(mode)
 				mkdir(t, dir)
 			})
 			publish(t, dir, "second.json")

@@ -476,7 +476,7 @@ func TestWatcherInterval(t *testing.T) {
 		mode           WatchMode
 		missing, there filewatch.State
 	}{
-		{WatchFSNotify, filewatch.Unarmed, filewatch.Armed},
+		{WatchFSNotify, missingState(), filewatch.Armed},
 		{WatchPoll, filewatch.Polling, filewatch.Polling},
 	} {
 		w := NewWatcher(dir, WatchOptions{Mode: tc.mode})

@@ -74,6 +74,10 @@ type Result struct {
 	// Err: the watch failed. It was released, and Check arms a new one;
 	// read the directory again.
 	Err error
+	// Recheck: while the directory was missing, the way to it was made
+	// again (or the ancestor watched for that went away). Call Check and
+	// read the directory again now, as a timer tick would.
+	Recheck bool
 }
 
 // Dir watches one directory for its owner's goroutine: it arms a watch
@@ -93,6 +97,7 @@ type Dir struct {
 	lastErr string // the last arming error reported, to report each once
 
 	watching atomic.Bool
+	awaiting atomic.Bool
 	arms     atomic.Int64
 }
 
@@ -104,6 +109,9 @@ type source interface {
 	// included); an error wrapping fs.ErrNotExist that there is none.
 	arm() (moved bool, err error)
 	armed() bool
+	// awaiting reports that the directory is missing and a watch on its
+	// nearest existing ancestor will tell when the way to it is made.
+	awaiting() bool
 	// batches delivers what the watch reads; nil without one.
 	batches() <-chan Batch
 	handle(b Batch, fn func(Event)) Result
@@ -146,21 +154,22 @@ func (d *Dir) Check() {
 			d.arms.Add(1)
 		}
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		// Not there (yet): polled for, so a file written into a
-		// recreated directory waits up to Timing.Poll. The seam for
-		// ending that wait at once: arm a watch on the parent directory
-		// here (a second watched in the source's watchSet, for
-		// inCreate|inMovedTo|inOnlyDir), and have the source's handle
-		// turn the parent's event naming this directory into a Result
-		// that asks the owner for a Check and a scan now, as a timer
-		// tick does. See the package doc, "A directory that comes back".
+		// Not there (yet): normal, and not reported. On inotify the
+		// source now watches the nearest existing ancestor, and its event
+		// is a Result.Recheck; elsewhere the directory is polled for.
 	default:
 		if msg := err.Error(); msg != d.lastErr {
 			d.lastErr = msg
 			d.report(fmt.Errorf("watch %s: %w; polling instead", d.path, err))
 		}
 	}
+	d.publish()
+}
+
+// publish makes the watch's state readable from other goroutines.
+func (d *Dir) publish() {
 	d.watching.Store(d.src.armed())
+	d.awaiting.Store(d.src.awaiting())
 }
 
 // State is what the Dir has to go on until the next look.
@@ -170,6 +179,8 @@ func (d *Dir) State() State {
 		return Polling
 	case d.src.armed():
 		return Armed
+	case d.src.awaiting():
+		return Awaiting
 	}
 	return Unarmed
 }
@@ -187,7 +198,7 @@ func (d *Dir) Batches() <-chan Batch {
 // directory, and says what else b told.
 func (d *Dir) Handle(b Batch, fn func(Event)) Result {
 	r := d.src.handle(b, fn)
-	d.watching.Store(d.src.armed())
+	d.publish()
 	return r
 }
 
@@ -195,10 +206,16 @@ func (d *Dir) Handle(b Batch, fn func(Event)) Result {
 func (d *Dir) Close() {
 	d.src.close()
 	d.watching.Store(false)
+	d.awaiting.Store(false)
 }
 
 // Watching reports whether a watch is armed. Safe from any goroutine.
 func (d *Dir) Watching() bool { return d.watching.Load() }
+
+// Awaiting reports that the directory is missing and a watch on its
+// nearest existing ancestor will tell when it is back (State Awaiting).
+// Safe from any goroutine.
+func (d *Dir) Awaiting() bool { return d.awaiting.Load() }
 
 // Arms counts the watches armed on a directory new to the Dir: the first,
 // and one for each directory that replaced a watched one. Safe from any

@@ -24,6 +24,9 @@ type fsnotifySource struct {
 
 func newFSNotifySource(path string) *fsnotifySource { return &fsnotifySource{path: path} }
 
+// awaiting is false: without inotify a missing directory is polled for.
+func (s *fsnotifySource) awaiting() bool { return false }
+
 func (s *fsnotifySource) arm() (bool, error) {
 	id, ok := StatDir(s.path)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // inotifySource is a Dir's watch on inotify: one instance, kept while the
@@ -16,6 +17,11 @@ type inotifySource struct {
 	open func() (*Inotify, error) // OpenInotify; tests make it fail
 	set  watchSet                 // set.in is nil while there is no instance
 	dir  watched
+	// anc is the nearest existing ancestor while the directory is
+	// missing (anc.wd >= 0 then), watched for the creation of next, the
+	// path's component below it.
+	anc  watched
+	next string
 	// prefix is what a name in the directory is joined to for its path.
 	prefix string
 	out    chan Batch
@@ -28,22 +34,86 @@ func newInotifySource(path string) *inotifySource {
 	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
 		prefix += string(filepath.Separator)
 	}
-	return &inotifySource{open: OpenInotify, dir: watched{path: path, wd: -1}, prefix: prefix}
+	return &inotifySource{open: OpenInotify, dir: watched{path: path, wd: -1}, anc: watched{wd: -1, mask: ancestorEvents}, prefix: prefix}
 }
+
+// ancestorEvents is what the watch on a missing directory's ancestor asks
+// for: a directory made or renamed into it, and its own end.
+const ancestorEvents = inCreate | inMovedTo | inDeleteSelf | inMoveSelf | inOnlyDir
+
+// maxDescents bounds one arm's walk down a path being made while it looks:
+// each round finds one more component there.
+const maxDescents = 64
 
 func (s *inotifySource) arm() (bool, error) {
 	if s.set.in == nil {
-		// No instance for a directory that is not there (yet).
-		if _, ok := StatDir(s.dir.path); !ok {
-			return false, &fs.PathError{Op: "stat", Path: s.dir.path, Err: fs.ErrNotExist}
-		}
 		in, err := s.open()
 		if err != nil {
 			return false, err
 		}
 		s.start(in)
 	}
-	return s.set.rewatch(&s.dir)
+	var err error
+	for range maxDescents {
+		var moved bool
+		moved, err = s.set.rewatch(&s.dir)
+		if err == nil {
+			s.dropAncestor()
+			return moved, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			s.dropAncestor()
+			return false, err
+		}
+		if !s.watchAncestor() {
+			break
+		}
+	}
+	return false, err
+}
+
+// watchAncestor puts the ancestor watch on the nearest existing ancestor
+// of the missing directory. It reports whether the component below that
+// ancestor exists by now (made between the failed watch and this one),
+// when the caller must try the directory again: the watch was armed too
+// late to tell of it.
+func (s *inotifySource) watchAncestor() (again bool) {
+	next := s.dir.path
+	for {
+		parent := filepath.Dir(next)
+		if parent == next {
+			s.dropAncestor()
+			return false
+		}
+		if _, ok := StatDir(parent); ok {
+			if s.anc.path != parent && s.anc.wd >= 0 {
+				s.dropAncestor()
+			}
+			s.anc.path, s.next = parent, next
+			if _, err := s.set.rewatch(&s.anc); err != nil {
+				// Removed again, or a watch cannot be had: look again
+				// at the poll cadence.
+				return false
+			}
+			_, err := os.Lstat(next)
+			return err == nil
+		}
+		next = parent
+	}
+}
+
+// dropAncestor removes the ancestor watch, if any.
+func (s *inotifySource) dropAncestor() {
+	if s.anc.wd < 0 {
+		return
+	}
+	wd := s.anc.wd
+	s.set.unwatch(&s.anc)
+	s.set.in.rmWatch(wd)
+}
+
+func (s *inotifySource) awaiting() bool {
+	return s.set.in != nil && s.dir.wd < 0 && s.anc.wd >= 0
 }
 
 func (s *inotifySource) start(in *Inotify) {
@@ -107,6 +177,12 @@ func (s *inotifySource) handle(b Batch, fn func(Event)) Result {
 			return res
 		case c.overflow:
 			res.Overflow = true
+		case c.dir == &s.anc:
+			// The way to the directory: made again, or the ancestor is
+			// gone and a nearer one must be found.
+			if c.lost || filepath.Join(s.anc.path, string(c.name)) == s.next {
+				res.Recheck = true
+			}
 		case c.lost:
 			res.Lost = true
 		default:
@@ -126,7 +202,7 @@ func (s *inotifySource) close() {
 	s.set.in.Close()
 	<-s.done
 	s.set, s.out = watchSet{}, nil
-	s.dir.wd = -1
+	s.dir.wd, s.anc.wd = -1, -1
 }
 
 // closed reports whether err says the instance was closed.

@@ -42,12 +42,16 @@
 //
 // # A directory that comes back
 //
-// While its directory is missing, a Dir finds it again only by polling, so
-// a file written into a recreated directory (a broker's requests/ after a
-// child's cleanup removed it) waits up to [Timing.Poll]. A watch on the
-// parent directory for the directory's creation would end that wait at
-// once. The seam is the missing-directory case of [Dir.Check], which would
-// arm that watch, and the source's handle (dir_inotify.go), which would
-// turn its event into a [Result] asking the owner for a Check and a scan
-// now; mailbox's Watcher.Run already does both on a timer tick.
+// A pi child's cleanup removes its session's empty requests/, responses/
+// and then the session directory after every exchange, and the next
+// exchange makes them again. While a directory is missing, a Dir on
+// inotify watches its nearest existing ancestor for the creation of the
+// next component on the way to it ([Awaiting]); that event is a
+// [Result.Recheck], on which the owner calls Check (which walks the watch
+// down, or arms the directory's own) and reads the directory, so a file
+// written into the new directory is found as soon as one written into the
+// old one was. A Shared does the same for the directories its waiters wait
+// in. The arm looks for the next component once the ancestor's watch is
+// on, so a directory made in between is not missed. Polling remains for
+// what inotify cannot do: no instance, --watch poll, and fsnotify's kqueue.
 package filewatch

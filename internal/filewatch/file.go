@@ -102,10 +102,15 @@ func (f *File) run(ctx context.Context, d *Dir, t Timing, report func(error)) {
 			case r.Overflow:
 				report(fmt.Errorf("watch %s: %w; rechecking", d.Path(), ErrOverflow))
 			}
-			if r.Lost || r.Err != nil {
-				timer.Reset(t.Next(d.State())) // polled for until it is back
+			if r.Lost || r.Recheck {
+				// Watch the directory again, or the ancestor that tells
+				// when it is back, before looking for the file.
+				d.Check()
 			}
-			if (named || r.Overflow || r.Err != nil) && present() {
+			if r.Lost || r.Recheck || r.Err != nil {
+				timer.Reset(t.Next(d.State()))
+			}
+			if (named || r.Overflow || r.Err != nil || r.Recheck) && present() {
 				return
 			}
 		case <-timer.C:

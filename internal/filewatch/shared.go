@@ -49,12 +49,17 @@ type Shared struct {
 
 	stopped atomic.Bool // no new waits; set under mu
 
-	mu        sync.Mutex
-	set       watchSet
-	dirs      map[string]*watched // by path
+	mu   sync.Mutex
+	set  watchSet
+	dirs map[string]*watched // by path
+	// ancestors are the nearest existing ancestors of directories
+	// somebody waits in that are missing (a pi child's cleanup removed a
+	// responses/), watched for the way back being made; by path.
+	ancestors map[string]*watched
 	waiting   int
 	idleSince time.Time
 	linger    time.Duration
+	rescanned func() // nil outside tests
 }
 
 // Waiter is one registration for one file of a Shared.
@@ -71,14 +76,20 @@ type Waiter struct {
 
 // NewShared starts a Shared on in, which it owns from then on, and its
 // reader goroutine.
-func NewShared(in *Inotify, opts SharedOptions) *Shared {
+func NewShared(in *Inotify, opts SharedOptions) *Shared { return startShared(in, opts, nil) }
+
+// startShared is NewShared with a hook that hears of each rescan's end, for
+// tests that must know the Shared has seen a change.
+func startShared(in *Inotify, opts SharedOptions, rescanned func()) *Shared {
 	s := &Shared{
+		rescanned: rescanned,
 		in:        in,
 		timing:    opts.Timing.withOwnRescan(),
 		report:    opts.OnError,
 		exited:    make(chan struct{}),
 		set:       newWatchSet(in, arrivalEvents),
 		dirs:      make(map[string]*watched),
+		ancestors: make(map[string]*watched),
 		idleSince: time.Now(),
 		linger:    opts.Linger,
 	}
@@ -254,6 +265,15 @@ func (s *Shared) dispatch(buf []byte) (overflow, lost bool) {
 			return overflow, lost
 		case c.overflow:
 			overflow = true
+		case c.dir.below != nil:
+			// The way to a missing directory was made again, or its
+			// ancestor went: look again now.
+			if c.lost {
+				delete(s.ancestors, c.dir.path)
+				lost = true
+			} else if c.dir.below[filepath.Join(c.dir.path, string(c.name))] {
+				lost = true
+			}
 		case c.lost:
 			lost = lost || len(c.dir.waiters) > 0
 		default:
@@ -265,11 +285,13 @@ func (s *Shared) dispatch(buf []byte) (overflow, lost bool) {
 }
 
 // rescan re-arms the watch of every directory somebody waits in and wakes
-// each waiter whose file is there. It reports whether a directory could
-// not be watched.
+// each waiter whose file is there; a missing one is awaited through a
+// watch on its nearest existing ancestor. It reports whether a directory
+// could be watched neither way, which is then polled for.
 func (s *Shared) rescan() (lost bool) {
 	s.mu.Lock()
 	var waiters []*Waiter
+	needed := make(map[string]bool)
 	for path, d := range s.dirs {
 		if len(d.waiters) == 0 {
 			if d.wd < 0 {
@@ -277,11 +299,16 @@ func (s *Shared) rescan() (lost bool) {
 			}
 			continue
 		}
-		if err := s.rewatch(d); err != nil {
+		if err := s.rewatch(d); err != nil && !s.awaitDir(d.path, needed) {
 			lost = true
 		}
 		for _, wt := range d.waiters {
 			waiters = append(waiters, wt)
+		}
+	}
+	for path, a := range s.ancestors {
+		if !needed[path] {
+			s.dropAncestor(a)
 		}
 	}
 	s.mu.Unlock()
@@ -290,7 +317,57 @@ func (s *Shared) rescan() (lost bool) {
 			wt.notify()
 		}
 	}
+	if s.rescanned != nil {
+		s.rescanned()
+	}
 	return lost
+}
+
+// awaitDir watches the nearest existing ancestor of the missing directory
+// dir for the creation of the component below it, and marks it needed. It
+// reports false when no such watch could be had, or when that component
+// exists by now (made after the failed watch: the directory must be
+// looked at again rather than awaited). Called with mu held.
+func (s *Shared) awaitDir(dir string, needed map[string]bool) bool {
+	next := dir
+	for {
+		parent := filepath.Dir(next)
+		if parent == next {
+			return false
+		}
+		if _, ok := StatDir(parent); !ok {
+			next = parent
+			continue
+		}
+		a := s.ancestors[parent]
+		if a == nil {
+			a = &watched{path: parent, wd: -1, mask: ancestorEvents, below: make(map[string]bool)}
+		}
+		if err := s.rewatch(a); err != nil {
+			if a.wd < 0 {
+				delete(s.ancestors, parent)
+			}
+			return false
+		}
+		if !needed[parent] {
+			clear(a.below) // rebuilt on each rescan
+		}
+		s.ancestors[parent], needed[parent] = a, true
+		a.below[next] = true
+		_, err := os.Lstat(next)
+		return err != nil
+	}
+}
+
+// dropAncestor removes an ancestor watch nobody needs any more. Called
+// with mu held.
+func (s *Shared) dropAncestor(a *watched) {
+	delete(s.ancestors, a.path)
+	if a.wd >= 0 {
+		wd := a.wd
+		s.set.unwatch(a)
+		s.in.rmWatch(wd)
+	}
 }
 
 // idle reports whether nobody waits, and lingered whether nobody has for

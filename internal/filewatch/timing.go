@@ -41,6 +41,11 @@ const (
 	// Unarmed: a watch is wanted but there is none: the directory is
 	// missing, or no inotify instance or watch could be had.
 	Unarmed
+	// Awaiting: the directory is missing, and a watch on its nearest
+	// existing ancestor tells when the way to it is made again, so no
+	// poll is needed to find it (a pi child's cleanup removes a broker's
+	// requests/ after every exchange).
+	Awaiting
 )
 
 // String names the state.
@@ -52,6 +57,8 @@ func (s State) String() string {
 		return "armed"
 	case Unarmed:
 		return "unarmed"
+	case Awaiting:
+		return "awaiting"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -73,13 +80,14 @@ func (t Timing) PollInterval() time.Duration {
 }
 
 // Next is the wait until the next look in state s: the safety rescan
-// while a watch is armed (0, none, when the owner drives it), the poll
-// cadence otherwise, and never longer than a rescan.
+// while a watch is armed or awaiting the directory (0, none, when the
+// owner drives it), the poll cadence otherwise, and never longer than a
+// rescan.
 func (t Timing) Next(s State) time.Duration {
 	switch {
 	case s == Polling:
 		return t.PollInterval()
-	case s == Armed:
+	case s == Armed || s == Awaiting:
 		if t.Rescan < 0 {
 			return 0
 		}

@@ -20,6 +20,8 @@ func TestTimingNext(t *testing.T) {
 		{"not armed, default", Timing{}, Unarmed, DefaultPoll},
 		{"not armed, rescan sooner than the poll", Timing{Rescan: poll, Poll: rescan}, Unarmed, poll},
 		{"not armed, owner rescans", Timing{Rescan: -1, Poll: poll}, Unarmed, poll},
+		{"awaiting the directory", Timing{Rescan: rescan, Poll: poll}, Awaiting, rescan},
+		{"awaiting the directory, owner rescans", Timing{Rescan: -1, Poll: poll}, Awaiting, 0},
 		{"polling", Timing{Rescan: rescan, Poll: poll}, Polling, poll},
 		{"polling, owner rescans", Timing{Rescan: -1, Poll: poll}, Polling, poll},
 		{"armed, nobody to drive the rescan", Timing{Rescan: -1, Poll: poll}.withOwnRescan(), Armed, DefaultRescan},

@@ -15,6 +15,12 @@ type watchSet struct {
 type watched struct {
 	path string
 	wd   int32 // -1 while no watch is on the directory at path
+	// mask is what this directory's watch asks for, when not the set's.
+	mask uint32
+	// below, on an ancestor watched for missing directories (a Shared's),
+	// names the paths one component below it on the way to them: their
+	// creation calls for a rescan.
+	below map[string]bool
 	// waiters are the waits for files in this directory, by name; only a
 	// Shared has any.
 	waiters map[string]*Waiter
@@ -34,7 +40,11 @@ func newWatchSet(in *Inotify, mask uint32) watchSet {
 // sees nothing there, is removed. On failure d is unwatched; the error
 // wraps the errno, fs.ErrNotExist when nothing is at the path.
 func (s *watchSet) rewatch(d *watched) (moved bool, err error) {
-	wd, err := s.in.addWatch(d.path, s.mask)
+	mask := s.mask
+	if d.mask != 0 {
+		mask = d.mask
+	}
+	wd, err := s.in.addWatch(d.path, mask)
 	if err != nil {
 		s.unwatch(d)
 		return false, err
