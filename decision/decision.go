@@ -43,6 +43,13 @@ type Decision struct {
 	// request's suggestion. They never reach the wire: the child of a
 	// whole-session answer sees plain approved and records nothing.
 	Grants []wire.SuggestedGrant
+	// Terminal names the broker terminal the ask was left to, when one
+	// gave this decision: "tty" for the operator's prompt (the --terminal
+	// values); "" for a decision made before any terminal (rules, grants,
+	// the chain) or by one that does not say. It is courier's own fact
+	// for its review log and never reaches the wire: there the decider is
+	// only seed 000's union, in which the tty prompt is a dialog.
+	Terminal string
 }
 
 // Approved reports whether the ask may go ahead.

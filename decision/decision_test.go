@@ -23,7 +23,7 @@ func TestConstructors(t *testing.T) {
 		{"deny with reason", Deny("Use pnpm instead", rule), false, false, StateDeniedWithReason},
 		{"nobody answered", NobodyAnswered("Session 'p' is not serving forwarded permission requests"), false, true, StateDenied},
 		{"relayed unavailable", FromResponse(wire.Response{State: wire.StateDenied, ResponderSessionID: "p", DecidedBy: provenance.Unavailable{Reason: "r"}}), false, true, StateDenied},
-		{"user denial is not unavailable", Deny("", provenance.User{Via: provenance.ViaTerminal}), false, false, StateDenied},
+		{"user denial is not unavailable", Deny("", provenance.User{Via: provenance.ViaDialog}), false, false, StateDenied},
 	}
 	for _, tt := range tests {
 		if tt.d.Approved() != tt.approved || tt.d.Unavailable() != tt.unavailable || tt.d.State != tt.state {
@@ -39,7 +39,7 @@ func TestConstructors(t *testing.T) {
 }
 
 func TestWholeSessionGrantGoesOnTheWireAsApproved(t *testing.T) {
-	by := provenance.User{Via: provenance.ViaTerminal}
+	by := provenance.User{Via: provenance.ViaDialog}
 	// The operator's edited grants stay at the broker: the wire answer is
 	// the same with them as without.
 	for _, grants := range [][]wire.SuggestedGrant{nil, {{Surface: "bash", Pattern: "curl x*"}}} {
@@ -63,7 +63,7 @@ func TestResponseRoundTripNestsTheResponder(t *testing.T) {
 	by := provenance.Authorizer{Name: "deny-list", Verdict: provenance.VerdictDeny, Reason: provenance.Str("no")}
 	for _, d := range []Decision{
 		Allow(by), Deny("no", by), NobodyAnswered("gone"),
-		{State: StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}, SessionGrantWidth: wire.GrantFamily},
+		{State: StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}, SessionGrantWidth: wire.GrantFamily},
 	} {
 		got := FromResponse(d.Response("parent", 1))
 		want := d

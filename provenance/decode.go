@@ -11,7 +11,11 @@ import (
 // with the right type, nullable members a string or null (a missing
 // nullable member reads as null), and at most MaxDepth Forwarded frames,
 // each of whose decisions is itself well-formed or null. Unknown members
-// are ignored. Decode never panics and its recursion is bounded.
+// are ignored. A user's via must be one of seed 000's literals, as pi
+// reads it; the one exception is "terminal", which courier before issue
+// 15 wrote for its tty prompt: it reads as ViaDialog (accepted on read for
+// compatibility, never written). Decode never panics and its recursion is
+// bounded.
 func Decode(raw []byte) (Source, bool) {
 	if strictjson.Check(raw) != nil {
 		return nil, false
@@ -33,7 +37,17 @@ func decodeAt(raw json.RawMessage, depth int) (Source, bool) {
 	switch Kind(kind) {
 	case KindUser:
 		via, ok := m.str("via")
-		if !ok || via == "" {
+		switch {
+		case !ok:
+			return nil, false
+		case via == legacyViaTerminal:
+			// An older courier's tty prompt: read as what it was, a
+			// dialog, so relaying or rewriting it puts only the
+			// seed's literal on the wire.
+			return User{Via: ViaDialog}, true
+		case !Via(via).Valid():
+			// As pi reads it: a via outside the union is no decider.
+			// Kept, it would be relayed up to readers that drop it.
 			return nil, false
 		}
 		return User{Via: Via(via)}, true

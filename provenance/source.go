@@ -57,16 +57,28 @@ type Source interface {
 	sealed()
 }
 
-// Via names how a human answered.
+// Via names how a human answered. On the wire it is one of seed 000's two
+// literals and nothing else: pi's reader drops a whole decidedBy whose via
+// is any other string, so a pi 25.x child would record no decider at all.
 type Via string
 
-// The ways a human answers. pi uses dialog and select; courier's broker
-// prompt reports terminal.
+// The ways a human answers, seed 000's literals. pi's TUI prompt is a
+// dialog and its select-list fallback a select; courier's tty prompt, and
+// any other operator view courier may grow, is a dialog. Which terminal
+// answered is courier's own fact: its review log says it (the broker's
+// answer entry's "terminal"), never the union.
 const (
-	ViaDialog   Via = "dialog"
-	ViaSelect   Via = "select"
-	ViaTerminal Via = "terminal"
+	ViaDialog Via = "dialog"
+	ViaSelect Via = "select"
 )
+
+// legacyViaTerminal is what courier before issue 15 wrote for its tty
+// prompt. Decode reads it as ViaDialog, so a response or grant journal of
+// an older courier keeps its decider; nothing writes it.
+const legacyViaTerminal = "terminal"
+
+// Valid reports whether v is one of seed 000's literals.
+func (v Via) Valid() bool { return v == ViaDialog || v == ViaSelect }
 
 // AuthorizerVerdict is an authorizer link's decisive answer. Defer is not a verdict
 // that decides, so it never appears in a Source.
@@ -80,6 +92,8 @@ const (
 
 // User is a human's answer at a prompt.
 type User struct {
+	// Via is ViaDialog or ViaSelect, the only values a reader of the
+	// seed's union accepts; Decode yields no other.
 	Via Via
 }
 

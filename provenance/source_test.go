@@ -214,6 +214,48 @@ func TestResolutionFor(t *testing.T) {
 	}
 }
 
+// TestDecodeVia pins how a user's via is read: seed 000's two literals as
+// they are; "terminal", which courier wrote for its tty prompt before
+// issue 15, as dialog (accepted on read so that an older courier's
+// responses and grant journals keep their decider, and never written
+// again: re-encoding gives dialog, at any depth); anything else absent, as
+// pi reads it, so courier never relays a via its readers would drop.
+func TestDecodeVia(t *testing.T) {
+	tests := []struct {
+		raw    string
+		want   Source // nil: absent
+		rewire string // what courier writes for it again
+	}{
+		{`{"kind":"user","via":"dialog"}`, User{Via: ViaDialog}, `{"kind":"user","via":"dialog"}`},
+		{`{"kind":"user","via":"select"}`, User{Via: ViaSelect}, `{"kind":"user","via":"select"}`},
+		{`{"kind":"user","via":"terminal"}`, User{Via: ViaDialog}, `{"kind":"user","via":"dialog"}`},
+		{`{"kind":"forwarded","responderSessionId":"p","decision":{"kind":"user","via":"terminal"}}`,
+			Forwarded{ResponderSessionID: Str("p"), Decision: User{Via: ViaDialog}},
+			`{"kind":"forwarded","responderSessionId":"p","decision":{"kind":"user","via":"dialog"}}`},
+		{`{"kind":"user","via":"Terminal"}`, nil, ""},
+		{`{"kind":"user","via":"tui"}`, nil, ""},
+		{`{"kind":"user","via":"dialog "}`, nil, ""},
+		{`{"kind":"forwarded","responderSessionId":"p","decision":{"kind":"user","via":"tty"}}`, nil, ""},
+	}
+	for _, tt := range tests {
+		got, ok := Decode([]byte(tt.raw))
+		if tt.want == nil {
+			if ok {
+				t.Errorf("Decode(%s) = %#v, want absent", tt.raw, got)
+			}
+			continue
+		}
+		if !ok || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Decode(%s) = %#v, %v; want %#v", tt.raw, got, ok, tt.want)
+			continue
+		}
+		again, err := json.Marshal(got)
+		if err != nil || string(again) != tt.rewire {
+			t.Errorf("%s written again = %s, %v; want %s", tt.raw, again, err, tt.rewire)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, s := range []Source{nested(0), nested(4), nested(5), User{Via: ViaDialog}, Forwarded{}, Authorizer{Name: "x", Verdict: VerdictDeny, Reason: Str("r")}} {
 		raw, _ := json.Marshal(s)
@@ -221,6 +263,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"kind":"forwarded","decision":{"kind":"forwarded","decision":{"kind":"user","via":"dialog","VIA":"x"}}}`))
 	f.Add([]byte(`{"kind":"user","via":"\ud800"}`))
+	f.Add([]byte(`{"kind":"forwarded","decision":{"kind":"user","via":"terminal"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		src, ok := Decode(raw)
 		if !ok {
@@ -231,6 +274,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		if Depth(src) > MaxDepth {
 			t.Fatalf("decoded depth %d > %d", Depth(src), MaxDepth)
+		}
+		if u, isUser := Effective(src).(User); isUser && !u.Via.Valid() {
+			t.Fatalf("decoded a via outside the seed's union: %#v", src)
 		}
 		// What decodes must re-encode to something that decodes to the same value.
 		again, err := json.Marshal(src)

@@ -192,7 +192,7 @@ func TestResponseReadableByPi20(t *testing.T) {
 	data, err := EncodeResponse(Response{
 		Approved: false, State: StateDeniedWithReason, DenialReason: "Use pnpm instead",
 		ResponderSessionID: "parent", RespondedAt: 1757000000000,
-		DecidedBy:         provenance.Forwarded{ResponderSessionID: provenance.Str("root"), Decision: provenance.User{Via: provenance.ViaTerminal}},
+		DecidedBy:         provenance.Forwarded{ResponderSessionID: provenance.Str("root"), Decision: provenance.User{Via: provenance.ViaDialog}},
 		SessionGrantWidth: GrantProven,
 	})
 	if err != nil {
