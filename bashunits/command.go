@@ -16,11 +16,6 @@ type word struct {
 	expands bool
 }
 
-func wordOf(w *syntax.Word) word {
-	lit, ok := literal(w)
-	return word{lit: lit, ok: ok, expands: expands(w)}
-}
-
 // commandFloor judges what a simple command runs by its name.
 func commandFloor(args []word) (floor, why string) {
 	if !args[0].ok || args[0].expands {

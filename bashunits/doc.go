@@ -67,6 +67,15 @@
 // calls) can make an allowed `git status` run something else. Each of
 // those earlier commands was itself an ask.
 //
+// # Words
+//
+// [Unit.Words] are the unit's words with quotes and escapes removed and
+// expansions left as written (`"$HOME"/.pi` is `$HOME/.pi`): its
+// arguments, its assignments' values and its redirection targets, not the
+// substitutions (units of their own) nor here-document bodies.
+// [Unit.Name] is the command name in the same form. The self-approval
+// guard reads them for paths, whatever the quoting.
+//
 // # Literal form
 //
 // [Unit.Literal] is the command with its quotes and escapes removed, when

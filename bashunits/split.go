@@ -35,6 +35,26 @@ type Unit struct {
 	Why string
 	// Writes lists the files the unit's redirections write, as written.
 	Writes []string
+	// Targets are the same files in the form of Words: where the unit
+	// writes whatever its command is.
+	Targets []string
+	// Words are the unit's words as bash would see them before expansion:
+	// the assignments' values, the arguments and the redirection targets
+	// (here-documents aside), in the order the parser visits them, each
+	// with its quotes and escapes removed (ANSI-C quotes decoded) and its
+	// expansions left as written, each bracketed by Mark (`"$HOME"/.pi`
+	// is Mark `$HOME` Mark `/.pi`), for a reader that looks for paths.
+	// For an unparseable line they are its blank-separated fields without
+	// quote characters: a guess that errs towards seeing paths.
+	Words []string
+	// Args are the command name and its arguments, one entry per word of
+	// the command, in the form of Words; nil for an unparseable line and
+	// a unit without a command.
+	Args []string
+	// Name is the command name in the same form (`'rm'` is `rm`), empty
+	// for a unit without one: redirections alone, a declaration, a test,
+	// an unparseable line.
+	Name string
 }
 
 // Limits past which a line is not parsed at all but floored whole: the
@@ -96,7 +116,7 @@ func plain(line string) (Unit, bool) {
 	for i, f := range fields {
 		words[i] = word{lit: f, ok: true}
 	}
-	u := Unit{Command: strings.Join(fields, " ")}
+	u := Unit{Command: strings.Join(fields, " "), Words: fields, Args: fields, Name: fields[0]}
 	u.Floor, u.Why = commandFloor(words)
 	return u, true
 }
@@ -141,8 +161,17 @@ func Commands(units []Unit) []string {
 }
 
 func unparseable(line, why string) []Unit {
-	return []Unit{{Command: line, Floor: FloorUnparseable, Why: why}}
+	var words []string
+	if len(line) <= MaxLen {
+		for _, f := range strings.Fields(line) {
+			words = append(words, unquoter.Replace(f))
+		}
+	}
+	return []Unit{{Command: line, Floor: FloorUnparseable, Why: why, Words: words}}
 }
+
+// unquoter takes the quote characters out of an unparseable line's fields.
+var unquoter = strings.NewReplacer(`"`, "", "'", "", `\`, "")
 
 func openers(line string) int {
 	n := 0
@@ -255,6 +284,7 @@ func (s *splitter) whole(st *syntax.Stmt, floor, why string) {
 		s.redirect(&u, r)
 	}
 	u.Command = strings.Join(parts, " ")
+	u.Words = s.words(st)
 	at := len(s.units)
 	s.add(u)
 	s.nestedFloor(at, st)
@@ -275,6 +305,9 @@ func (s *splitter) compoundRedirs(st *syntax.Stmt) {
 	}
 	if u.Floor != "" {
 		u.Command = strings.Join(parts, " ")
+		for _, r := range st.Redirs {
+			u.Words = append(u.Words, s.words(r)...)
+		}
 		s.add(u)
 	}
 }
@@ -288,8 +321,29 @@ func (s *splitter) simple(st *syntax.Stmt, assigns []*syntax.Assign, args []*syn
 		ok      bool
 	}
 	pieces := make([]piece, 0, len(assigns)+len(args)+len(st.Redirs))
+	u := Unit{Words: make([]string, 0, len(assigns)+len(args)+len(st.Redirs))}
+	if len(args) > 0 {
+		u.Args = make([]string, 0, len(args))
+	}
+	// addWord adds w to the unit's words: its literal value when it has
+	// one (computed once, here), else its shallow form and the words
+	// nested in it.
+	addWord := func(w *syntax.Word, lit string, ok bool) {
+		if ok {
+			u.Words = append(u.Words, lit)
+		} else {
+			u.Words = append(u.Words, s.words(w)...)
+		}
+	}
 	for _, a := range assigns {
+		if a.Array != nil {
+			u.Words = append(u.Words, s.words(a.Array)...)
+		}
 		lit, ok := "", false
+		if a.Value != nil {
+			val, valOK := literal(a.Value)
+			addWord(a.Value, val, valOK)
+		}
 		if a.Index == nil && a.Array == nil && !a.Naked {
 			val := ""
 			if a.Value != nil {
@@ -304,19 +358,38 @@ func (s *splitter) simple(st *syntax.Stmt, assigns []*syntax.Assign, args []*syn
 		}
 		pieces = append(pieces, piece{a.Pos().Offset(), s.text(a), lit, ok})
 	}
-	for _, w := range args {
+	argWords := make([]word, len(args))
+	for i, w := range args {
 		lit, ok := literal(w)
 		pieces = append(pieces, piece{w.Pos().Offset(), s.text(w), lit, ok})
+		argWords[i] = word{lit: lit, ok: ok, expands: expands(w)}
+		if i == 0 {
+			u.Name = lit
+			if !ok {
+				u.Name = s.shallow(w, false)
+			}
+		}
+		if ok {
+			u.Args = append(u.Args, lit)
+		} else {
+			u.Args = append(u.Args, s.shallow(w, true))
+		}
+		addWord(w, lit, ok)
 	}
-	u := Unit{}
 	for _, r := range st.Redirs {
 		lit, ok := "", false
+		heredoc := r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc
 		if r.N == nil || isDigits(r.N.Value) {
 			// {var}> names a variable, whose literal form is not a word.
 			var target string
 			if target, ok = literal(r.Word); ok {
 				lit = s.src[r.Pos().Offset():r.Word.Pos().Offset()] + target
 			}
+			if !heredoc {
+				addWord(r.Word, target, ok)
+			}
+		} else if !heredoc {
+			u.Words = append(u.Words, s.words(r.Word)...)
 		}
 		pieces = append(pieces, piece{r.Pos().Offset(), s.redirText(r), lit, ok})
 		s.redirect(&u, r)
@@ -336,11 +409,7 @@ func (s *splitter) simple(st *syntax.Stmt, assigns []*syntax.Assign, args []*syn
 		}
 	}
 	if len(args) > 0 {
-		words := make([]word, len(args))
-		for i, a := range args {
-			words[i] = wordOf(a)
-		}
-		if floor, why := commandFloor(words); floor != "" {
+		if floor, why := commandFloor(argWords); floor != "" {
 			u.Floor, u.Why = floor, why
 		}
 	}
@@ -373,6 +442,11 @@ func (s *splitter) redirect(u *Unit, r *syntax.Redirect) {
 		return
 	}
 	u.Writes = append(u.Writes, s.text(r.Word))
+	if lit {
+		u.Targets = append(u.Targets, target)
+	} else {
+		u.Targets = append(u.Targets, s.shallow(r.Word, true))
+	}
 	if u.Floor == "" {
 		u.Floor, u.Why = FloorWritesFile, "writes "+s.text(r.Word)
 	}

@@ -1,6 +1,7 @@
 package bashunits
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -201,7 +202,9 @@ func TestSplitLiteral(t *testing.T) {
 		{`git status`, ``},
 		{`git status > "/dev/null"`, `git status > /dev/null`},
 		{`rm -rf "$HOME"`, ``},
-		{`echo $'x'`, ``},
+		{`echo $'x'`, `echo x`},
+		{`$'\x72m' -rf $'\176'`, `rm -rf ~`},
+		{`echo $"x"`, `echo x`},
 		{`echo "a\"b\c"`, `echo a"b\c`},
 		{`FOO='1' git status`, `FOO=1 git status`},
 	}
@@ -275,7 +278,8 @@ func FuzzSplit(f *testing.F) {
 		if fast, ok := plain(line); ok {
 			slow := parsed(line)
 			if len(slow) != 1 || slow[0].Command != fast.Command || slow[0].Literal != fast.Literal ||
-				slow[0].Floor != fast.Floor || slow[0].Why != fast.Why || len(slow[0].Writes) != 0 {
+				slow[0].Floor != fast.Floor || slow[0].Why != fast.Why || len(slow[0].Writes) != 0 ||
+				!slices.Equal(slow[0].Words, fast.Words) || slow[0].Name != fast.Name {
 				t.Fatalf("Split(%q): the fast path says %+v, the parser %+v", line, fast, slow)
 			}
 		}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/seed6639df8c/courier/bashunits"
+	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -37,7 +37,7 @@ type Ask struct {
 	// Floor is a synthetic floor sentinel that keeps a rule allow an ask.
 	Floor string
 	// Grants are the session grants to suggest; empty means the default
-	// suggestion for the surface (see SuggestGrant).
+	// suggestion for the surface (see rules.SuggestGrant).
 	Grants []wire.SuggestedGrant
 }
 
@@ -83,10 +83,12 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (wire.Request, er
 	setUnits(intent, units)
 	grants := a.Grants
 	if len(grants) == 0 {
+		// The suggestion rules live with the rules, where the broker
+		// admits a suggestion only if it is no wider than theirs.
 		if units != nil {
-			grants = SuggestBashGrants(units)
-		} else {
-			grants = []wire.SuggestedGrant{SuggestGrant(a.Surface, matchValues[0])}
+			grants = rules.SuggestBashGrants(units)
+		} else if g := rules.SuggestGrant(a.Surface, matchValues[0]); g.Pattern != "" {
+			grants = []wire.SuggestedGrant{g}
 		}
 	}
 	var approval *wire.SessionApproval
@@ -209,103 +211,4 @@ func setUnits(ai *wire.AccessIntent, units []bashunits.Unit) {
 	if ai.Floor == "" {
 		ai.Floor = first
 	}
-}
-
-// SuggestBashGrants is the "yes, for this session" suggestion for a bash
-// command line: one grant per unit a rule may judge (a floored unit runs
-// what no pattern can see, so it gets none), each built from that unit
-// alone (see SuggestGrant), without repeats. It is empty when no unit
-// yields a grant.
-func SuggestBashGrants(units []bashunits.Unit) []wire.SuggestedGrant {
-	var out []wire.SuggestedGrant
-	for _, u := range units {
-		if u.Floor != "" {
-			continue
-		}
-		p := suggestBash(u.Command)
-		if p == "" || slices.ContainsFunc(out, func(g wire.SuggestedGrant) bool { return g.Pattern == p }) {
-			continue
-		}
-		out = append(out, wire.SuggestedGrant{Surface: "bash", Pattern: p})
-	}
-	return out
-}
-
-// subcommandTools take a subcommand as their second word: their
-// suggestion keeps it (`git status --short` → `git status *`,
-// `terraform apply` → `terraform apply *`, never `terraform *`).
-var subcommandTools = map[string]bool{
-	"git": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "deno": true,
-	"cargo": true, "go": true, "rustup": true, "dotnet": true, "mvn": true, "gradle": true,
-	"docker": true, "podman": true, "kubectl": true, "helm": true, "terraform": true,
-	"tofu": true, "pulumi": true, "aws": true, "gcloud": true, "az": true, "gh": true,
-	"pip": true, "pip3": true, "uv": true, "poetry": true, "pipx": true, "conda": true,
-	"make": true, "systemctl": true, "brew": true, "apt": true, "apt-get": true,
-	"dnf": true, "yum": true, "nix": true, "composer": true, "bundle": true, "gem": true,
-	"rails": true, "swift": true, "hg": true, "svn": true, "jj": true,
-}
-
-// scriptRunners take a script name after "run": their suggestion keeps the
-// script (`npm run dev` → `npm run dev*`).
-var scriptRunners = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bun": true}
-
-// SuggestGrant is the default "yes, for this session" grant for an ask,
-// following pi's suggestions: on bash a command-arity table (`git status
-// --short` → `git status *`, `npm run dev` → `npm run dev*`, unknown
-// commands → `cmd *`; see suggestBash); on path surfaces the directory
-// glob (`src/*`); elsewhere the value itself.
-func SuggestGrant(surface, value string) wire.SuggestedGrant {
-	switch {
-	case surface == "bash":
-		return wire.SuggestedGrant{Surface: surface, Pattern: suggestBash(value)}
-	case isPathSurface(surface):
-		dir := filepath.Dir(value)
-		if dir == string(filepath.Separator) {
-			return wire.SuggestedGrant{Surface: surface, Pattern: "/*"}
-		}
-		return wire.SuggestedGrant{Surface: surface, Pattern: dir + "/*"}
-	}
-	return wire.SuggestedGrant{Surface: surface, Pattern: value}
-}
-
-// suggestBash builds the pattern for one unit, from its leading plain
-// words only: a word with a quote, an escape, an expansion, a glob or an
-// assignment could make the pattern mean more (or other) than the unit.
-// A subcommand tool keeps its subcommand; one whose second word is not a
-// plain subcommand (`git -C x status`) gets the unit itself as the
-// pattern, since `git *` would span every subcommand. It is empty when no
-// safe pattern exists.
-func suggestBash(unit string) string {
-	words := strings.Fields(unit)
-	if len(words) == 0 || !plainWord(words[0]) || strings.HasPrefix(words[0], "-") {
-		return ""
-	}
-	name := words[0]
-	switch {
-	case len(words) >= 3 && scriptRunners[name] && words[1] == "run" && plainWord(words[2]) && !strings.HasPrefix(words[2], "-"):
-		return strings.Join(words[:3], " ") + "*"
-	case subcommandTools[name] && len(words) >= 2:
-		if plainWord(words[1]) && !strings.HasPrefix(words[1], "-") {
-			return strings.Join(words[:2], " ") + " *"
-		}
-		if !slices.ContainsFunc(words, func(w string) bool { return !plainWord(w) }) {
-			return strings.Join(words, " ")
-		}
-		return ""
-	}
-	return name + " *"
-}
-
-// plainWord reports whether w is made only of characters that mean
-// themselves both to bash and to a pattern.
-func plainWord(w string) bool {
-	for _, c := range w {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.ContainsRune("._/+@%:,-", c):
-		default:
-			return false
-		}
-	}
-	return w != ""
 }

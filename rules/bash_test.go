@@ -137,7 +137,9 @@ const allowConfig = `{
 // FuzzBashAllowNeedsEveryUnit: for any command line, the embedded rules
 // and a config of wildcard allows allow the line only when every unit,
 // judged alone by the plain matcher (no splitting), is allowed in both
-// spellings and carries no floor.
+// spellings and carries no floor. With a session grant `*` beside the
+// embedded rules, an allowed line still has no floored unit and no unit
+// the config denies in either spelling: a grant never overrides a deny.
 func FuzzBashAllowNeedsEveryUnit(f *testing.F) {
 	for _, s := range []string{
 		"git status && rm -rf ~", "git status; curl x | sh", "git status $(curl x)",
@@ -147,7 +149,11 @@ func FuzzBashAllowNeedsEveryUnit(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	policies := []*Policy{defaultPolicy(f), mustPolicy(f, allowConfig, Options{})}
+	granted := defaultPolicy(f)
+	if _, err := granted.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: "*"}); err != nil {
+		f.Fatal(err)
+	}
+	policies := []*Policy{defaultPolicy(f), mustPolicy(f, allowConfig, Options{}), granted}
 	f.Fuzz(func(t *testing.T, line string) {
 		for _, p := range policies {
 			d := p.Resolve(Query{Surface: "bash", MatchValues: []string{line}})
@@ -164,7 +170,12 @@ func FuzzBashAllowNeedsEveryUnit(f *testing.F) {
 					if v == "" {
 						continue
 					}
-					if r, _ := findLast(cfg, "bash", []string{v}); r == nil || r.Action != Allow {
+					r, _ := findLast(cfg, "bash", []string{v})
+					if p.Sessions().Len() > 0 {
+						if r != nil && r.Action == Deny {
+							t.Fatalf("%q allowed (%v) by a grant over the config's deny of its unit %q", line, d, v)
+						}
+					} else if r == nil || r.Action != Allow {
 						t.Fatalf("%q allowed (%v) but its unit %q alone is not", line, d, v)
 					}
 				}

@@ -20,6 +20,7 @@ import (
 type Explanation struct {
 	Surface     string       `json:"surface"`
 	Values      []string     `json:"values"`
+	Boundary    *string      `json:"boundary,omitempty"`
 	Agent       string       `json:"agent,omitempty"`
 	Floor       string       `json:"floor,omitempty"`
 	AskingUnits []AskingUnit `json:"askingUnits,omitempty"`
@@ -56,6 +57,10 @@ type Step struct {
 	// global, agent, session); evaluation scans from the end, so the last
 	// one decides.
 	Matched []ExplainedRule `json:"matched"`
+	// Outranked lists the session grants that matched but did not decide:
+	// the config's own answer was a deny, which a grant never overrides.
+	// They are left out of Matched.
+	Outranked []ExplainedRule `json:"outranked,omitempty"`
 }
 
 // ExplainedUnit is one unit of a bash ask as Explain reports it.
@@ -94,15 +99,23 @@ func explainRule(r *Rule, value string) ExplainedRule {
 
 // trace collects what Explain reports while resolve runs.
 type trace struct {
-	guard bool
-	steps []Step
-	notes []string
+	// guard and guardMoves say the self-approval guard denied: before
+	// the rules, or after them, for a move of a protected tree's ancestor.
+	guard, guardMoves bool
+	steps             []Step
+	notes             []string
+	// outranked counts the steps where a config deny stood above a
+	// matching session grant.
+	outranked int
 }
 
-// record lists every rule matching on surface, in composition order.
+// record lists every rule matching on surface, in composition order. A
+// matching config deny leaves the matching session grants outranked,
+// whether or not it decided.
 func (t *trace) record(cfg, sess []compiledRule, surface string, values []string, decider *compiledRule) {
 	// A copy, so that the hot path's values never escape to the heap.
 	step := Step{Surface: surface, Values: slices.Clone(values), Action: decider.Action}
+	denyAbove := decider.Origin != OriginSession && (decider.Action == Deny || denyMatches(cfg, surface, values))
 	for _, layer := range [][]compiledRule{cfg, sess} {
 		for i := range layer {
 			r := &layer[i]
@@ -111,11 +124,18 @@ func (t *trace) record(cfg, sess []compiledRule, surface string, values []string
 			}
 			for _, v := range values {
 				if r.pattern.Match(v) {
-					step.Matched = append(step.Matched, explainRule(&r.Rule, v))
+					if denyAbove && r.Origin == OriginSession {
+						step.Outranked = append(step.Outranked, explainRule(&r.Rule, v))
+					} else {
+						step.Matched = append(step.Matched, explainRule(&r.Rule, v))
+					}
 					break
 				}
 			}
 		}
+	}
+	if len(step.Outranked) > 0 {
+		t.outranked++
 	}
 	t.steps = append(t.steps, step)
 }
@@ -133,7 +153,7 @@ func (p *Policy) Explain(q Query) Explanation {
 	tr := &trace{}
 	d := p.resolve(q, tr)
 	e := Explanation{
-		Surface: q.Surface, Values: q.MatchValues, Agent: q.Agent,
+		Surface: q.Surface, Values: q.MatchValues, Boundary: q.BoundaryValue, Agent: q.Agent,
 		Floor: q.Floor, AskingUnits: q.AskingUnits,
 		Action: d.Action, Reason: d.Reason, DecidedBy: d.DecidedBy(),
 		Rule:         explainRule(&d.Rule, d.Value),
@@ -160,6 +180,9 @@ func (p *Policy) Explain(q Query) Explanation {
 		e.Notes = append(e.Notes, "built-in self-approval guard: the ask targets the protected tree, so it is denied before any rule is consulted; neither session grants nor yolo mode can override it")
 		return e
 	}
+	if tr.guardMoves {
+		e.Notes = append(e.Notes, "built-in self-approval guard: the command moves, removes or re-permissions a directory that holds the protected tree; no rule denied it, so the guard does, and neither session grants nor yolo mode can override it")
+	}
 	if q.Agent != "" {
 		if _, ok := p.agents[q.Agent]; ok {
 			e.Notes = append(e.Notes, fmt.Sprintf("agent %q: its overrides come after the global rules, so they win", q.Agent))
@@ -170,8 +193,22 @@ func (p *Policy) Explain(q Query) Explanation {
 	if p.yolo {
 		e.Notes = append(e.Notes, "yolo mode: every ask rule acts as allow (origin yolo); deny rules stay")
 	}
+	if isPathSurface(q.Surface) {
+		clean := cleanPathQuery(q)
+		for i, v := range q.MatchValues {
+			if clean.MatchValues[i] != v {
+				e.Notes = append(e.Notes, fmt.Sprintf("path values are cleaned lexically before matching: %q is matched as %q", v, clean.MatchValues[i]))
+			}
+		}
+		if b := q.BoundaryValue; b != nil && *clean.BoundaryValue != *b && !slices.Contains(q.MatchValues, *b) {
+			e.Notes = append(e.Notes, fmt.Sprintf("path values are cleaned lexically before matching: the boundary %q is matched as %q", *b, *clean.BoundaryValue))
+		}
+	}
 	if n := p.sessions.Len(); n > 0 {
-		e.Notes = append(e.Notes, fmt.Sprintf("%d session grant(s) are consulted after the config rules, so they win", n))
+		e.Notes = append(e.Notes, fmt.Sprintf("%d session grant(s) are consulted after the config rules: they win over its allow and ask, but never apply to a value any of its deny rules matches", n))
+	}
+	if tr.outranked > 0 {
+		e.Notes = append(e.Notes, "a session grant matches, but a deny rule of the config matches too: a session grant never overrides a deny of the config, and the config's own answer (its last matching rule) decides")
 	}
 	switch {
 	case len(q.AskingUnits) > 0:
@@ -181,8 +218,8 @@ func (p *Policy) Explain(q Query) Explanation {
 	case familyMembers(q.Surface) != nil:
 		m := familyMembers(q.Surface)
 		e.Notes = append(e.Notes, fmt.Sprintf("%s is a bare family: it is resolved on %s and %s, and the most restrictive answer wins", q.Surface, m[0], m[1]))
-	case len(q.MatchValues) > 1 && isPathSurface(q.Surface):
-		e.Notes = append(e.Notes, "the values are aliases of one path: the last rule matching any of them decides")
+	case (len(q.MatchValues) > 1 || q.BoundaryValue != nil) && isPathSurface(q.Surface):
+		e.Notes = append(e.Notes, "the values are aliases of one path: a deny on any of them denies, and an allow needs the canonical path allowed (the boundary value, or else every alias); otherwise it asks")
 	case len(q.MatchValues) > 1:
 		e.Notes = append(e.Notes, "several values on a non-path surface: each is resolved and the most restrictive answer wins")
 	case len(q.MatchValues) == 0:
@@ -204,6 +241,9 @@ func (p *Policy) Explain(q Query) Explanation {
 func (e *Explanation) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s", e.Surface, quoteList(e.Values))
+	if e.Boundary != nil {
+		fmt.Fprintf(&b, " (boundary %q)", *e.Boundary)
+	}
 	if e.Agent != "" {
 		fmt.Fprintf(&b, " (agent %s)", e.Agent)
 	}
@@ -254,6 +294,9 @@ func (e *Explanation) WriteText(w io.Writer) error {
 				mark = "← decides"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.Origin, r.Surface, patternText(&r), r.Action, whereText(&r), mark)
+		}
+		for _, r := range s.Outranked {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.Origin, r.Surface, patternText(&r), r.Action, whereText(&r), "outranked by the config's deny")
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("explain: %w", err)

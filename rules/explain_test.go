@@ -52,6 +52,9 @@ func TestExplainGolden(t *testing.T) {
 		{"agent-without-overrides", plain, Query{Surface: "bash", MatchValues: []string{"git push origin main"}, Agent: "Plan"}},
 		{"family-fold", plain, Query{Surface: "path", MatchValues: []string{"/repo/.env", ".env"}}},
 		{"session-grant", policy(data, SessionGrant{Surface: "bash", Pattern: "git push *"}), Query{Surface: "bash", MatchValues: []string{"git push --force"}}},
+		{"session-grant-over-ask", policy(data, SessionGrant{Surface: "bash", Pattern: "git push *"}), Query{Surface: "bash", MatchValues: []string{"git push origin main"}}},
+		{"path-aliases", plain, Query{Surface: "path_write", MatchValues: []string{"/repo/link/x", "link/x", "/srv/other/x"}, BoundaryValue: ptr("/srv/other/x")}},
+		{"path-cleaned", plain, Query{Surface: "path_write", MatchValues: []string{"/repo/../etc/cron.d/x"}, BoundaryValue: ptr("/repo/../etc/cron.d/x")}},
 		{"floor", plain, Query{Surface: "bash", MatchValues: []string{"git status"}, Floor: "<opaque-bash-wrapper>"}},
 		{"yolo-floor", policy(yoloData), Query{Surface: "bash", MatchValues: []string{"git status"}, Floor: "<opaque-bash-wrapper>"}},
 		{"yolo-ask", policy(yoloData), Query{Surface: "bash", MatchValues: []string{"make"}}},
@@ -83,3 +86,5 @@ func TestExplainGolden(t *testing.T) {
 		})
 	}
 }
+
+func ptr(s string) *string { return &s }

@@ -34,8 +34,9 @@ type Options struct {
 	// to, in patterns and in the guard. Empty leaves them literal.
 	Home string
 	// Protected lists the trees the self-approval guard denies: the
-	// mailbox root and the agent directory, at least. Each must be
-	// absolute (or `~`-prefixed). Symbolic links in them are resolved
+	// mailbox root and the agent directory, at least, and the broker's
+	// own files (its config, its grants journals, its review log); a tree
+	// may be a single file. Each must be absolute (or `~`-prefixed). Symbolic links in them are resolved
 	// once, here, and both spellings are protected, because a child
 	// sends canonical paths.
 	Protected []string
@@ -98,8 +99,9 @@ type Query struct {
 	// MatchValues are matched as given, never re-derived: aliases of one
 	// path on path surfaces, otherwise (normally) one value.
 	MatchValues []string
-	// BoundaryValue is the canonical path on path surfaces, or nil. Only
-	// the self-approval guard reads it.
+	// BoundaryValue is the canonical path on path surfaces, or nil. An
+	// allow needs it allowed (docs/decisions/0012-path-aliases.md), and the
+	// self-approval guard tests it.
 	BoundaryValue *string
 	// Agent is principal.agentName, which selects agent overrides.
 	Agent string
@@ -109,7 +111,8 @@ type Query struct {
 	// are judged instead of MatchValues.
 	AskingUnits []AskingUnit
 	// Cwd is the requester's working directory. Only the self-approval
-	// guard reads it, to place a relative path value; matching never does.
+	// guard reads it, to place a relative path or word; matching never
+	// does.
 	Cwd string
 }
 
@@ -209,16 +212,22 @@ func (d Resolution) String() string {
 }
 
 // Resolve answers q: the self-approval guard first, then the composed
-// ruleset (session rules last, so they win over config), then the floor.
-// A query without a surface (no access intent) is an ask.
+// ruleset, then the floor. A query without a surface (no access intent)
+// is an ask.
+//
+// For each value the config's own answer is found first (the last
+// matching rule); a deny stands, and otherwise a matching session grant
+// wins over the config's allow or ask (docs/decisions/0011-deny-above-grants.md).
 //
 // With asking units, each unit is resolved on bash with its own floor and
 // the most restrictive answer wins (the first on a tie); MatchValues and
 // the chain-level Floor are then not consulted, as in pi (docs/decisions/0010-bash-units.md).
 // Otherwise a bare family surface is resolved on its _read and _write
-// members, most restrictive wins; on a path surface the last rule matching
-// any of the values decides; on any other surface several values are
-// resolved one by one, most restrictive wins.
+// members, most restrictive wins; on a path surface the values, cleaned
+// lexically, are aliases of one path: a deny on any denies and an allow
+// needs the canonical path allowed (docs/decisions/0012-path-aliases.md);
+// on any other surface several values are resolved one by one, most
+// restrictive wins.
 func (p *Policy) Resolve(q Query) Resolution {
 	return p.resolve(q, nil)
 }
@@ -229,7 +238,14 @@ func (p *Policy) resolve(q Query, tr *trace) Resolution {
 		// yolo, and so does courier.
 		return Resolution{Action: Ask}
 	}
-	if d, hit := p.guard.check(q); hit {
+	if isPathSurface(q.Surface) {
+		q = cleanPathQuery(q)
+	}
+	// Split once: the guard reads every unit's words, the rules judge
+	// the units.
+	var buf [4]bashLine
+	lines := splitBash(q, buf[:0])
+	if d, hit := p.guard.check(q, lines); hit {
 		if tr != nil {
 			tr.guard = true
 		}
@@ -238,24 +254,64 @@ func (p *Policy) resolve(q Query, tr *trace) Resolution {
 	cfg := p.rulesFor(q.Agent)
 	sess := p.sessions.load()
 	var d Resolution
-	switch {
-	case len(q.AskingUnits) > 0:
+	if judged(lines) {
 		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
-		for _, u := range q.AskingUnits {
-			b.line(u.Command, u.Floor)
+		for _, l := range lines {
+			if l.judged {
+				b.line(l.units, l.floor)
+			}
 		}
 		d = b.decision()
-	case q.Surface == "bash" && len(q.MatchValues) > 0:
-		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
-		for _, v := range q.MatchValues {
-			b.line(v, q.Floor)
+	} else {
+		d = p.evalSurface(cfg, sess, q.Surface, q.MatchValues, q.BoundaryValue, tr)
+		if isPathSurface(q.Surface) {
+			d = p.pathSpellings(cfg, q, d, tr)
 		}
-		d = b.decision()
-	default:
-		d = p.honorFloor(p.evalSurface(cfg, sess, q.Surface, q.MatchValues, tr), q.Floor, false, tr)
+		d = p.honorFloor(d, q.Floor, false, tr)
+	}
+	if d.Action != Deny {
+		if gd, hit := p.guard.checkMoves(q, lines); hit {
+			if tr != nil {
+				tr.guardMoves = true
+			}
+			return gd
+		}
 	}
 	d.Surface = q.Surface
 	return d
+}
+
+// bashLine is one command line of a bash ask, split into units.
+type bashLine struct {
+	units []bashunits.Unit
+	// floor is the floor a unit without one of its own takes.
+	floor string
+	// judged says the rules judge the line: the asking units when there
+	// are any, else the match values. The others meet only the guard.
+	judged bool
+}
+
+// splitBash appends to lines the asking units and, on bash, the match
+// values, split.
+func splitBash(q Query, lines []bashLine) []bashLine {
+	for _, u := range q.AskingUnits {
+		lines = append(lines, bashLine{units: bashunits.Split(u.Command), floor: u.Floor, judged: true})
+	}
+	if q.Surface == "bash" {
+		for _, v := range q.MatchValues {
+			lines = append(lines, bashLine{units: bashunits.Split(v), floor: q.Floor, judged: len(q.AskingUnits) == 0})
+		}
+	}
+	return lines
+}
+
+func judged(lines []bashLine) bool {
+	for _, l := range lines {
+		if l.judged {
+			return true
+		}
+	}
+	return false
 }
 
 // bashEval judges bash command lines unit by unit: a rule or a session
@@ -274,8 +330,8 @@ type bashEval struct {
 	units     []UnitResolution
 }
 
-func (b *bashEval) line(command, floor string) {
-	for _, u := range bashunits.Split(command) {
+func (b *bashEval) line(units []bashunits.Unit, floor string) {
+	for _, u := range units {
 		f, own := floor, u.Floor != ""
 		if own {
 			f = u.Floor
@@ -284,7 +340,7 @@ func (b *bashEval) line(command, floor string) {
 		if u.Literal != "" {
 			values = append(values, u.Literal)
 		}
-		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, b.tr), f, own, b.tr)
+		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, nil, b.tr), f, own, b.tr)
 		if len(b.units) == 0 || ud.Action.MoreRestrictive(b.d.Action) {
 			b.d = ud
 		}
@@ -337,14 +393,14 @@ func (p *Policy) honorFloor(d Resolution, floor string, overGrants bool, tr *tra
 
 // evalSurface folds a bare family onto its members, most restrictive
 // first-wins, as pi's PermissionResolver does.
-func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
+func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []string, boundary *string, tr *trace) Resolution {
 	members := familyMembers(surface)
 	if members == nil {
-		return p.evalMember(cfg, sess, surface, values, tr)
+		return p.evalMember(cfg, sess, surface, values, boundary, tr)
 	}
 	var d Resolution
 	for i, m := range members {
-		md := p.evalMember(cfg, sess, m, values, tr)
+		md := p.evalMember(cfg, sess, m, values, boundary, tr)
 		if i == 0 || md.Action.MoreRestrictive(d.Action) {
 			d = md
 		}
@@ -353,11 +409,14 @@ func (p *Policy) evalSurface(cfg, sess []compiledRule, surface string, values []
 }
 
 // evalMember evaluates one concrete surface.
-func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
+func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []string, boundary *string, tr *trace) Resolution {
+	if isPathSurface(surface) {
+		return evalAliases(cfg, sess, surface, values, boundary, tr)
+	}
 	if len(values) == 0 {
 		values = anyValue // pi looks up "*" when there is no value
 	}
-	if len(values) == 1 || isPathSurface(surface) {
+	if len(values) == 1 {
 		return lookup(cfg, sess, surface, values, tr)
 	}
 	var d Resolution
@@ -372,12 +431,20 @@ func (p *Policy) evalMember(cfg, sess []compiledRule, surface string, values []s
 
 var anyValue = []string{"*"}
 
-// lookup scans from the end, session rules first: the last rule whose
-// surface matches and whose pattern matches any value decides.
+// lookup finds the config's answer, the last config rule whose surface
+// matches and whose pattern matches any value. When no config deny rule
+// (global or agent layer) matches a value at all, the last matching
+// session grant, when there is one, decides instead; otherwise the
+// config's own answer stands. A grant given for the whole session never
+// overrides a deny the operator wrote, even one a later, wider config rule
+// shadows (`~/.ssh/*` deny under `*` ask): the operator wrote that deny
+// for the grant's value too (docs/decisions/0011-deny-above-grants.md).
 func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace) Resolution {
-	r, v := findLast(sess, surface, values)
-	if r == nil {
-		r, v = findLast(cfg, surface, values)
+	r, v := findLast(cfg, surface, values)
+	if r == nil || r.Action != Deny && !denyMatches(cfg, surface, values) {
+		if g, gv := findLast(sess, surface, values); g != nil {
+			r, v = g, gv
+		}
 	}
 	if r == nil {
 		// Unreachable while the default rule matches everything; kept so a
@@ -400,6 +467,24 @@ func lookup(cfg, sess []compiledRule, surface string, values []string, tr *trace
 		d.Reason = r.Reason
 	}
 	return d
+}
+
+// denyMatches reports whether a deny rule of the config's layers (the
+// default aside: a default deny would keep every grant from applying)
+// matches a value on surface.
+func denyMatches(cfg []compiledRule, surface string, values []string) bool {
+	for i := range cfg {
+		r := &cfg[i]
+		if r.Action != Deny || r.Origin == OriginDefault || !r.surface.Match(surface) {
+			continue
+		}
+		for _, v := range values {
+			if r.pattern.Match(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func findLast(rs []compiledRule, surface string, values []string) (*compiledRule, string) {

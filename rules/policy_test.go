@@ -59,6 +59,8 @@ const semanticsConfig = `{
   }
 }`
 
+var repoMain = "/repo/src/main.go"
+
 func TestResolve(t *testing.T) {
 	p := mustPolicy(t, semanticsConfig, Options{})
 	tests := []struct {
@@ -152,18 +154,25 @@ func TestResolve(t *testing.T) {
 			decidedBy: `{"kind":"rule","surface":"bash","pattern":"git *","origin":"global"}`,
 		},
 		{
-			// evaluateAnyValue: "*secret*" is the last rule matching any
-			// alias, although "/repo/*" matches the absolute one.
-			name:      "path aliases: the last rule matching any alias",
+			// A deny on any alias denies, though "/repo/*" allows the
+			// absolute one (docs/decisions/0012-path-aliases.md).
+			name:      "path aliases: a deny on any alias",
 			q:         Query{Surface: "path_read", MatchValues: []string{"/repo/src/secret.txt", "src/secret.txt"}},
 			action:    Deny,
 			decidedBy: `{"kind":"rule","surface":"path_read","pattern":"*secret*","origin":"global"}`,
 		},
 		{
-			name:      "path aliases: one alias matching suffices",
-			q:         Query{Surface: "path_write", MatchValues: []string{"src/main.go", "/repo/src/main.go"}},
+			name:      "path aliases: the canonical path allowed suffices",
+			q:         Query{Surface: "path_write", MatchValues: []string{"src/main.go", "/repo/src/main.go"}, BoundaryValue: &repoMain},
 			action:    Allow,
 			decidedBy: `{"kind":"rule","surface":"path_write","pattern":"/repo/*","origin":"global"}`,
+		},
+		{
+			// pi let one alias matching an allow suffice.
+			name:      "path aliases: without a boundary every alias must be allowed",
+			q:         Query{Surface: "path_write", MatchValues: []string{"src/main.go", "/repo/src/main.go"}},
+			action:    Ask,
+			decidedBy: "null",
 		},
 		{
 			name:      "bare family folds onto read and write, most restrictive",
@@ -258,7 +267,7 @@ func TestResolveFirstWinsTies(t *testing.T) {
 	}
 }
 
-func TestSessionRulesOutrankConfig(t *testing.T) {
+func TestSessionRulesAndConfig(t *testing.T) {
 	p := mustPolicy(t, semanticsConfig, Options{})
 	if _, err := p.Sessions().Record(WidthProven, SessionGrant{Surface: "bash", Pattern: "git push *"}, SessionGrant{Surface: "bash", Pattern: "npm test"}); err != nil {
 		t.Fatal(err)
@@ -271,12 +280,15 @@ func TestSessionRulesOutrankConfig(t *testing.T) {
 	}{
 		{"session grant beats a config ask", Query{Surface: "bash", MatchValues: []string{"git push origin"}}, Allow,
 			`{"kind":"session_approval","surface":"bash","pattern":"git push *"}`},
-		// pi composes session rules last: a grant the human gave for the
-		// whole session outranks even a config deny it covers.
-		{"session grant beats a config deny", Query{Surface: "bash", MatchValues: []string{"git push --force"}}, Allow,
+		{"session grant beats a config allow", Query{Surface: "bash", MatchValues: []string{"git push x"}, Agent: "Explore"}, Allow,
 			`{"kind":"session_approval","surface":"bash","pattern":"git push *"}`},
-		{"session grant beats an agent rule", Query{Surface: "bash", MatchValues: []string{"npm test"}, Agent: "Explore"}, Allow,
-			`{"kind":"session_approval","surface":"bash","pattern":"npm test"}`},
+		// pi composes session rules last, so that a grant outranked even a
+		// config deny it covered; courier keeps the operator's denies above
+		// every grant (docs/decisions/0011-deny-above-grants.md).
+		{"a config deny stands above a grant", Query{Surface: "bash", MatchValues: []string{"git push --force"}}, Deny,
+			`{"kind":"rule","surface":"bash","pattern":"git push --force*","origin":"global"}`},
+		{"a config deny stands above an exact grant", Query{Surface: "bash", MatchValues: []string{"npm test"}, Agent: "Explore"}, Deny,
+			`{"kind":"rule","surface":"bash","pattern":"npm *","origin":"global"}`},
 		{"a floor does not clamp a session grant", Query{Surface: "bash", MatchValues: []string{"git push x"}, Floor: "<opaque-bash-wrapper>"}, Allow,
 			`{"kind":"session_approval","surface":"bash","pattern":"git push *"}`},
 		{"other commands are unaffected", Query{Surface: "bash", MatchValues: []string{"npm install"}}, Deny,

@@ -41,7 +41,7 @@ func TestRecordWidths(t *testing.T) {
 // A family grant answers the other direction too; a proven one does not.
 func TestFamilyGrantResolves(t *testing.T) {
 	for _, width := range []Width{WidthProven, WidthFamily} {
-		p := mustPolicy(t, `{}`, Options{})
+		p := mustPolicy(t, `{"permission": {}}`, Options{})
 		if _, err := p.Sessions().Record(width, SessionGrant{"path_write", "/repo/*"}); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if !slices.Equal(restored.Grants(), s.Grants()) {
 		t.Errorf("restored %v, want %v", restored.Grants(), s.Grants())
 	}
-	p := mustPolicy(t, `{}`, Options{Sessions: restored})
+	p := mustPolicy(t, `{"permission": {}}`, Options{Sessions: restored})
 	if d := p.Resolve(Query{Surface: "path_read", MatchValues: []string{testHome + "/src/a.go"}}); d.Action != Allow || d.Origin != OriginSession {
 		t.Errorf("restored grant does not resolve: %v", d)
 	}
