@@ -2,6 +2,7 @@ package forward
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/grants"
@@ -75,5 +76,5 @@ func (g *LocalGrants) Record(req wire.Request, d decision.Decision) error {
 	if _, err := g.policy.Sessions().Record(width, gs...); err != nil {
 		return fmt.Errorf("recording this session's grants: %w", err)
 	}
-	return g.journal.Save(g.policy.Sessions())
+	return g.journal.Save(g.policy.Sessions(), grants.AskedFor(req, d, time.Now()))
 }

@@ -20,13 +20,13 @@ func TestLocalGrants(t *testing.T) {
 		t.Fatal("resolved with no grants")
 	}
 	// A plain approval records nothing; approved_for_session records.
-	if err := g.Record(first, decision.Allow(provenance.User{Via: provenance.ViaTerminal})); err != nil {
+	if err := g.Record(first, decision.Allow(provenance.User{Via: provenance.ViaDialog})); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := g.Resolve(first); ok {
 		t.Fatal("a one-off approval was recorded")
 	}
-	if err := g.Record(first, decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}); err != nil {
+	if err := g.Record(first, decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}}); err != nil {
 		t.Fatal(err)
 	}
 	// A fresh process of the same child session sees the grant.
@@ -58,7 +58,7 @@ func TestLocalGrantsNeverApproveTheMailbox(t *testing.T) {
 	layout := mailbox.Layout{Root: t.TempDir()}
 	g, _ := OpenLocalGrants(layout, "child", "")
 	broad, _ := Ask{Session: "child", Agent: "a", Surface: "path_write", Value: "/x", Grants: []wire.SuggestedGrant{{Surface: "path_write", Pattern: "*"}}}.Request("perm-1", "p", 1)
-	if err := g.Record(broad, decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}); err != nil {
+	if err := g.Record(broad, decision.Decision{State: decision.StateApprovedForSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}}); err != nil {
 		t.Fatal(err)
 	}
 	target, _ := Ask{Session: "child", Agent: "a", Surface: "path_write", Value: layout.Root + "/sessions/p/responses/perm-9.json"}.Request("perm-2", "p", 2)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func TestSaveKeepsWhatOthersRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	record(t, s, readW)
-	if err := j.Save(s); err != nil {
+	if err := j.Save(s, testAsked); err != nil {
 		t.Fatal(err)
 	}
 	want := []rules.SessionGrant{deploy, readW}
@@ -63,10 +64,10 @@ func TestSaveKeepsWhatOthersRecorded(t *testing.T) {
 	b, bs := owner(t, layout, Child)
 	record(t, as, gitPush)
 	record(t, bs, deploy)
-	if err := a.Save(as); err != nil {
+	if err := a.Save(as, testAsked); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Save(bs); err != nil {
+	if err := b.Save(bs, testAsked); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := onDisk(t, a), []rules.SessionGrant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
@@ -77,15 +78,16 @@ func TestSaveKeepsWhatOthersRecorded(t *testing.T) {
 func TestSaveRefusesABadJournal(t *testing.T) {
 	layout, _ := journalWith(t, Broker, gitPush)
 	j, s := owner(t, layout, Broker)
-	if err := os.WriteFile(j.Path(), []byte(badJournals[1].content), 0o600); err != nil {
+	bad := refusedJournals[2].content
+	if err := os.WriteFile(j.Path(), []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	record(t, s, deploy)
-	err := j.Save(s)
+	err := j.Save(s, testAsked)
 	if err == nil || !strings.Contains(err.Error(), j.Path()) || !strings.Contains(err.Error(), "grants[0]") {
 		t.Fatalf("Save over a bad journal: %v", err)
 	}
-	if data, _ := os.ReadFile(j.Path()); string(data) != badJournals[1].content {
+	if data, _ := os.ReadFile(j.Path()); string(data) != bad {
 		t.Errorf("the bad journal was written over: %s", data)
 	}
 	if got, want := s.Grants(), []rules.SessionGrant{gitPush, deploy}; !reflect.DeepEqual(got, want) {
@@ -108,7 +110,7 @@ func TestReload(t *testing.T) {
 		t.Errorf("unchanged journal reloaded: %+v", c)
 	}
 	record(t, s, readW)
-	if err := j.Save(s); err != nil {
+	if err := j.Save(s, testAsked); err != nil {
 		t.Fatal(err)
 	}
 	if c := reload(); c.Reloaded {
@@ -126,19 +128,31 @@ func TestReload(t *testing.T) {
 		t.Errorf("memory %v, want %v", got, want)
 	}
 
-	// Another writer's grant comes in too.
+	// A grant planted in a broker's journal while it runs (the review's
+	// finding 4) is refused, with its facts, never taken in; the next
+	// Save drops it from the file.
 	other, os2 := owner(t, layout, Broker)
 	record(t, os2, writeW)
-	if err := other.Save(os2); err != nil {
+	if err := other.Save(os2, testAsked); err != nil {
 		t.Fatal(err)
 	}
-	if c := reload(); !reflect.DeepEqual(c.Added, []rules.SessionGrant{writeW}) || len(c.Removed) != 0 {
-		t.Errorf("after another's record: %+v", c)
+	c = reload()
+	if len(c.Added) != 0 || len(c.Removed) != 0 || len(c.Refused) != 1 || c.Refused[0].Grant != writeW || c.Refused[0].Asked.RequestID != testAsked.RequestID {
+		t.Errorf("after a planted grant: %+v", c)
+	}
+	if got, want := s.Grants(), []rules.SessionGrant{deploy, readW}; !reflect.DeepEqual(got, want) {
+		t.Errorf("memory %v after a planted grant, want %v", got, want)
+	}
+	if err := j.Save(s, testAsked); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(t, j); slices.Contains(got, writeW) {
+		t.Errorf("the planted grant survived a save: %v", got)
 	}
 
 	// Deleting the journal revokes everything.
 	os.Remove(j.Path())
-	if c := reload(); !c.Reloaded || len(c.Removed) != 3 || s.Len() != 0 {
+	if c := reload(); !c.Reloaded || len(c.Removed) != 2 || s.Len() != 0 {
 		t.Errorf("after removing the journal: %+v, %d grants in memory", c, s.Len())
 	}
 }
@@ -146,13 +160,18 @@ func TestReload(t *testing.T) {
 // A journal that cannot be taken in is reported once, and memory keeps
 // its grants, whole, until a good journal comes.
 func TestReloadNeverHalfApplies(t *testing.T) {
-	for _, bad := range badJournals {
+	for _, bad := range refusedJournals {
 		t.Run(bad.name, func(t *testing.T) {
+			if bad.uid >= 0 && os.Geteuid() != 0 {
+				t.Skip("giving a file to another user needs root")
+			}
 			layout, _ := journalWith(t, Broker, gitPush, deploy)
 			j, s := owner(t, layout, Broker)
-			// A valid first grant and an invalid second: nothing of it applies.
-			if err := os.WriteFile(j.Path(), []byte(bad.content), 0o600); err != nil {
-				t.Fatal(err)
+			writeJournal(t, layout, j, bad.content, bad.mode)
+			if bad.uid >= 0 {
+				if err := os.Chown(j.Path(), bad.uid, -1); err != nil {
+					t.Fatal(err)
+				}
 			}
 			c, err := j.Reload(s)
 			if err == nil || c.Reloaded || !strings.Contains(err.Error(), j.Path()) || !strings.Contains(err.Error(), bad.want) {
@@ -164,9 +183,8 @@ func TestReloadNeverHalfApplies(t *testing.T) {
 			if c, err := j.Reload(s); err != nil || c.Reloaded {
 				t.Errorf("the same bad journal again: %+v, %v", c, err)
 			}
-			if err := os.WriteFile(j.Path(), []byte(`{"version":1,"grants":[{"surface":"bash","pattern":"make deploy*"}]}`), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			os.Remove(j.Path())
+			writeJournal(t, layout, j, journalDoc(Broker, entryDoc("bash", "make deploy*")), 0o600)
 			if c, err := j.Reload(s); err != nil || !reflect.DeepEqual(c.Removed, []rules.SessionGrant{gitPush}) {
 				t.Errorf("a good journal after a bad one: %+v, %v", c, err)
 			}
@@ -175,7 +193,7 @@ func TestReloadNeverHalfApplies(t *testing.T) {
 	t.Run("partly valid", func(t *testing.T) {
 		layout, _ := journalWith(t, Broker, gitPush)
 		j, s := owner(t, layout, Broker)
-		os.WriteFile(j.Path(), []byte(`{"version":1,"grants":[{"surface":"bash","pattern":"ok *"},{"surface":"bash","pattern":""}]}`), 0o600)
+		os.WriteFile(j.Path(), []byte(journalDoc(Broker, entryDoc("bash", "ok *"), entryDoc("bash", ""))), 0o600)
 		if _, err := j.Reload(s); err == nil || !strings.Contains(err.Error(), "grants[1]") {
 			t.Errorf("Reload: %v", err)
 		}
@@ -210,7 +228,7 @@ func TestReloadSkipsWhileRecording(t *testing.T) {
 // revoked is in the journal and in the owner's memory at the end.
 func TestConcurrentWritersLoseNothing(t *testing.T) {
 	layout := mailbox.Layout{Root: t.TempDir()}
-	j, s := owner(t, layout, Broker)
+	j, s := owner(t, layout, Child)
 	const n = 20
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -235,13 +253,13 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			done := j.Recording()
 			defer done()
 			record(t, s, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("owner %d *", i)})
-			if err := j.Save(s); err != nil {
+			if err := j.Save(s, testAsked); err != nil {
 				t.Error(err)
 			}
 		}()
 		go func() { // another process recording, then an operator revoking one of its grants
 			defer wg.Done()
-			o, err := Open(layout, Broker, "s")
+			o, err := Open(layout, Child, "s")
 			if err != nil {
 				t.Error(err)
 				return
@@ -252,11 +270,11 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 				return
 			}
 			record(t, r, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("other %d *", i)}, rules.SessionGrant{Surface: "bash", Pattern: fmt.Sprintf("doomed %d", i)})
-			if err := o.Save(r); err != nil {
+			if err := o.Save(r, testAsked); err != nil {
 				t.Error(err)
 				return
 			}
-			op, _ := Open(layout, Broker, "s")
+			op, _ := Open(layout, Child, "s")
 			if _, err := op.Revoke(Selector{Pattern: fmt.Sprintf("doomed %d", i)}); err != nil {
 				t.Error(err)
 			}

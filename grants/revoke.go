@@ -101,8 +101,8 @@ func (e *NoMatchError) Unwrap() error { return ErrNoGrant }
 //
 // A selector that matches nothing is a *NoMatchError (All on an empty or
 // missing journal is not: there was nothing to revoke, and nothing is
-// written). A journal that is unsafe or malformed is an error naming the
-// file, and nothing is written.
+// written). A journal that is refused (see the package documentation) is
+// an error naming the file, and nothing is written.
 func (j *Journal) Revoke(sel Selector) ([]rules.SessionGrant, error) {
 	if err := sel.check(); err != nil {
 		return nil, err
@@ -118,20 +118,21 @@ func (j *Journal) Revoke(sel Selector) ([]rules.SessionGrant, error) {
 		return nil, err
 	}
 	defer unlock()
-	snap, _, err := j.read()
+	entries, _, err := j.read()
 	if err != nil {
 		return nil, err
 	}
-	var keep, removed []rules.SessionGrant
-	for _, g := range snap.Grants {
-		if sel.matches(g) {
-			removed = append(removed, g)
+	var keep []Entry
+	var removed []rules.SessionGrant
+	for _, e := range entries {
+		if sel.matches(e.Grant) {
+			removed = append(removed, e.Grant)
 		} else {
-			keep = append(keep, g)
+			keep = append(keep, e)
 		}
 	}
 	if len(removed) == 0 {
-		return nil, j.noMatch(sel, snap.Grants)
+		return nil, j.noMatch(sel, grantsOf(entries))
 	}
 	if err := j.write(keep); err != nil {
 		return nil, err

@@ -16,12 +16,16 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/seed6639df8c/courier/internal/fileperm"
 )
 
 // Errors of a plugin binary that disable its link.
 var (
 	// ErrBinary: the path names nothing runnable (missing, not a regular
-	// file, not executable, writable by group or others).
+	// file, not executable), or a file others could have written
+	// (writable by group or others, another user's, in a directory they
+	// can write; wrapping fileperm.ErrRefused).
 	ErrBinary = errors.New("unusable plugin binary")
 	// ErrChecksum: the binary's SHA-256 is not the pinned one.
 	ErrChecksum = errors.New("plugin binary checksum mismatch")
@@ -32,8 +36,10 @@ var (
 const minimalPath = "PATH=/usr/local/bin:/usr/bin:/bin"
 
 // openVerified opens the binary at path, checks that it is a regular
-// executable file that only its owner may write, and that its SHA-256 is
-// want (hex), hashing with a fresh hash. The caller closes the file.
+// executable file that only its owner may write, owned by this process's
+// user or root, in a directory that group and others cannot write (or a
+// sticky one), and that its SHA-256 is want (hex), hashing with a fresh
+// hash. The caller closes the file.
 func openVerified(path, want string) (*os.File, error) {
 	wantSum, err := hex.DecodeString(want)
 	if err != nil || len(wantSum) != sha256.Size {
@@ -51,8 +57,19 @@ func openVerified(path, want string) (*os.File, error) {
 		err = fmt.Errorf("%w: %s is not a regular file (%s)", ErrBinary, path, fi.Mode().Type())
 	case fi.Mode().Perm()&0o111 == 0:
 		err = fmt.Errorf("%w: %s is not executable (%s)", ErrBinary, path, fi.Mode().Perm())
-	case fi.Mode().Perm()&0o022 != 0:
-		err = fmt.Errorf("%w: %s may be written by group or others (%s): anyone who can rewrite it decides asks", ErrBinary, path, fi.Mode().Perm())
+	default:
+		// Whoever may write the binary can change it in place after
+		// the checksum (the exec reads the same inode); whoever may
+		// write its directory can put another file in its place, which
+		// disables the link (its failure verdict: a deny-list that
+		// defers on failure no longer denies) and, where the exec goes
+		// by path (not Linux), swaps the program between the checksum
+		// and the exec.
+		if perr := fileperm.CheckFile("plugin binary", path, fi, fileperm.SelfOrRoot); perr != nil {
+			err = fmt.Errorf("%w: %w", ErrBinary, perr)
+		} else if perr := fileperm.CheckDir("plugin binary", path, fileperm.SelfOrRoot); perr != nil {
+			err = fmt.Errorf("%w: %w", ErrBinary, perr)
+		}
 	}
 	if err != nil {
 		f.Close()

@@ -37,11 +37,11 @@ func TestAuthorizerChainParsed(t *testing.T) {
 }
 
 func TestAuthorizerChainDefaults(t *testing.T) {
-	cfg, err := Parse("c.json", []byte(`{}`))
+	cfg, err := Parse("c.json", []byte(`{"permission": {}}`))
 	if err != nil || cfg.AuthorizerChain != nil {
 		t.Fatalf("no key: %+v, %v; want no links", cfg.AuthorizerChain, err)
 	}
-	cfg, err = Parse("c.json", []byte(`{"authorizerChain": [{"name": "a", "path": "/a", "sha256": "`+
+	cfg, err = Parse("c.json", []byte(`{"permission": {}, "authorizerChain": [{"name": "a", "path": "/a", "sha256": "`+
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"+`"}]}`))
 	if err != nil {
 		t.Fatal(err)

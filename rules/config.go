@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/seed6639df8c/courier/internal/fileperm"
 )
 
 // Config is courier's policy configuration: pi's `permission` object
@@ -38,15 +40,22 @@ type Config struct {
 	ForwardingTimeout time.Duration
 	// ReviewLogFieldMaxWidth is the width cap of every review-log string.
 	ReviewLogFieldMaxWidth int
+	// ReviewLogMaxBytes is `reviewLogMaxBytes`, courier's own: the size at
+	// which the review log is rotated (renamed to <log>.1, replacing the
+	// one before), so the log and its one rotation hold at most about
+	// twice this. Default DefaultReviewLogMaxBytes.
+	ReviewLogMaxBytes int64
 	// PromptTimeout is `promptTimeoutMs`: how long the terminal waits for
 	// a human; zero means no limit.
 	PromptTimeout time.Duration
 	// AuthorizerChain is `authorizerChain`: the authorizer plugins, in the
 	// order they are consulted. Empty by default.
 	AuthorizerChain []AuthorizerLink
-	// Warnings lists what was read but not used as written: unknown keys
-	// (an operator may point courier at a pi config with other keys) and
+	// Warnings lists what was read but not used as written: pi's settings
+	// that courier does not read (an operator may point courier at a pi
+	// config), an agent entry without a permission object, and
 	// integer-like keys that JavaScript's key order moves to the front.
+	// Unknown keys are not warnings but problems (ConfigError).
 	Warnings []Diagnostic
 }
 
@@ -130,6 +139,13 @@ type Permission struct {
 const (
 	DefaultForwardingTimeout      = 600_000 * time.Millisecond
 	DefaultReviewLogFieldMaxWidth = 1000
+	// DefaultReviewLogMaxBytes is courier's: pi's log is never rotated,
+	// and one operator's log of a 100,000-request flood reached 107 MB.
+	// 64 MiB holds some 80,000 decisions at pi's measured 765 bytes a
+	// line, and the log and its rotation stay under 128 MiB.
+	DefaultReviewLogMaxBytes = 64 << 20
+	// MinReviewLogMaxBytes keeps a rotation holding more than a few lines.
+	MinReviewLogMaxBytes = 1024
 )
 
 // MaxConfigSize bounds a config file. Real ones are a few kilobytes; the
@@ -174,16 +190,23 @@ func (d Diagnostic) String() string {
 }
 
 // ConfigError lists what is wrong with a config, each problem with its
-// place. It wraps ErrInvalidConfig.
+// place, and the warnings of the same document, so that one run shows an
+// operator everything there is to fix. It wraps ErrInvalidConfig.
 type ConfigError struct {
 	Problems []Diagnostic
+	// Warnings are what Config.Warnings would have held.
+	Warnings []Diagnostic
 }
 
-// Error implements error, one problem per line.
+// Error implements error: one problem per line, then one line per
+// warning, starting "warning: ".
 func (e *ConfigError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
+	lines := make([]string, 0, len(e.Problems)+len(e.Warnings))
+	for _, p := range e.Problems {
+		lines = append(lines, p.String())
+	}
+	for _, w := range e.Warnings {
+		lines = append(lines, "warning: "+w.String())
 	}
 	return strings.Join(lines, "\n")
 }
@@ -201,7 +224,9 @@ func Load(path string) (*Config, error) {
 }
 
 // LoadFile reads and parses the config file at path. Messages name the
-// file as path was given.
+// file as path was given. A file that group or others may write, that a
+// user other than this process's or root owns, or whose directory lets
+// others replace it, is refused (an error wrapping fileperm.ErrRefused).
 func LoadFile(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -214,6 +239,15 @@ func LoadFile(path string) (*Config, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("read config %s: not a regular file", path)
+	}
+	// Whoever can write the config decides every ask: a file group or
+	// others may write, or that another user owns, is refused, and so is
+	// one in a directory where they could put another in its place.
+	if err := fileperm.CheckFile("config", path, st, fileperm.SelfOrRoot); err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if err := fileperm.CheckDir("config", path, fileperm.SelfOrRoot); err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
 	if err != nil {
@@ -230,5 +264,6 @@ func newConfig(source string) *Config {
 		Source:                 source,
 		ForwardingTimeout:      DefaultForwardingTimeout,
 		ReviewLogFieldMaxWidth: DefaultReviewLogFieldMaxWidth,
+		ReviewLogMaxBytes:      DefaultReviewLogMaxBytes,
 	}
 }

@@ -104,19 +104,20 @@ func TestLoadFile(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	cfg, err := Parse("c.json", []byte(`{}`))
+	cfg, err := Parse("c.json", []byte(`{"permission": {}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.YoloMode || cfg.ForwardingTimeout != 600*time.Second || cfg.ReviewLogFieldMaxWidth != 1000 ||
+		cfg.ReviewLogMaxBytes != 64<<20 ||
 		cfg.PromptTimeout != 0 || cfg.Permission.Default != nil || len(cfg.Permission.Rules) != 0 {
 		t.Errorf("defaults = %+v", cfg)
 	}
-	cfg, err = Parse("c.json", []byte(`{"yoloMode": true, "forwardingTimeoutMs": 1e3, "reviewLogFieldMaxWidth": 80, "promptTimeoutMs": 30000.0}`))
+	cfg, err = Parse("c.json", []byte(`{"permission": {}, "yoloMode": true, "forwardingTimeoutMs": 1e3, "reviewLogFieldMaxWidth": 80, "reviewLogMaxBytes": 4096, "promptTimeoutMs": 30000.0}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.YoloMode || cfg.ForwardingTimeout != time.Second || cfg.ReviewLogFieldMaxWidth != 80 || cfg.PromptTimeout != 30*time.Second {
+	if !cfg.YoloMode || cfg.ForwardingTimeout != time.Second || cfg.ReviewLogFieldMaxWidth != 80 || cfg.ReviewLogMaxBytes != 4096 || cfg.PromptTimeout != 30*time.Second {
 		t.Errorf("knobs = %+v", cfg)
 	}
 }

@@ -25,9 +25,10 @@
 // omitted). The other keys are `agents` (`{"<name>": {"permission":
 // {...}}}`, overrides for asks whose principal agent name is exactly
 // <name>), `yoloMode` (default false), `forwardingTimeoutMs` (≥ 1, default
-// 600000), `reviewLogFieldMaxWidth` (≥ 1, default 1000) and
-// `promptTimeoutMs` (≥ 0, 0 means no limit). The integer knobs are at most
-// 2^31-1, JavaScript's timer limit.
+// 600000), `reviewLogFieldMaxWidth` (≥ 1, default 1000),
+// `reviewLogMaxBytes` (courier's: ≥ 1024, default 64 MiB, the size at
+// which the review log is rotated) and `promptTimeoutMs` (≥ 0, 0 means no
+// limit). The integer knobs are at most 2^31-1, JavaScript's timer limit.
 //
 // A config with any mistake is refused whole, with every problem named by
 // file, line, column (in characters), the value's path and what was
@@ -36,10 +37,22 @@
 //	config.json:7:16: permission.bash["git *"]: expected "allow", "ask", "deny" or {"action":"deny","reason":...}, got "alow"
 //
 // Keys repeated in any letter case are an error anywhere in the document,
-// as in the mailbox readers (docs/decisions/0001). Unknown top-level keys
-// (an operator may point courier at a pi config that has other keys) and
-// unknown keys in an agent entry are ignored and reported as
-// [Config.Warnings].
+// as in the mailbox readers (docs/decisions/0001). So is an unknown key
+// wherever courier defines the shape: at the top level, in an agent entry,
+// a deny object or an authorizer link, with "did you mean" when a known
+// key is close (issue 14: "permisson" under yoloMode allowed every ask).
+// pi-permission-system's own settings that courier does not read are
+// accepted, each reported as one of the [Config.Warnings], so a pi user's
+// config still loads. A surface key that is a known surface but for letter
+// case or a slip of one or two edits (`path_wirte`) is an error; any other
+// unknown surface is read as a tool's name, with a warning (an MCP or
+// custom tool courier cannot know). A config without a permission object
+// has no rules, which a warning says; with yoloMode true it is an error.
+// Every problem and warning is reported at once ([ConfigError]).
+// docs/CONFIG.md is the reference of every key, checked against this
+// parser by its tests. [LoadFile] refuses a file that group or others may write, that a user
+// other than the broker's or root owns, or whose directory lets others
+// replace it.
 //
 // Key order is meaning: within a pattern map the last matching pattern
 // wins. pi reads the file with JSON.parse, and a JavaScript object lists
@@ -62,18 +75,23 @@
 //
 // # Composition and resolution
 //
-// The ruleset is composed as default → global rules → the asking agent's
-// rules → session rules, and scanned from the end: the last rule that
-// matches decides. An agent's own `"*"` replaces the default for that
+// The config is composed as default → global rules → the asking agent's
+// rules, and scanned from the end: the last rule that matches gives the
+// config's answer. An agent's own `"*"` replaces the default for that
 // agent only. Under yolo mode every ask rule, the default included, is
-// rewritten to allow with origin yolo; denies stay.
+// rewritten to allow with origin yolo; denies stay. Session grants come
+// after: a matching grant decides unless the config's answer is a deny,
+// which a grant never overrides (docs/decisions/0011-deny-above-grants.md).
 //
 // [Policy.Resolve] follows pi's serving policy (ResolverServingPolicy):
 //
 //   - on a path surface (the path-bearing tools read, write, edit, find,
 //     grep, ls; path and external_directory and their members) the match
-//     values are aliases of one path, and the last rule matching any alias
-//     decides;
+//     values are aliases of one path, cleaned lexically (`..`, `.`, `//`,
+//     a trailing slash; never joined with the broker's directory): a deny
+//     on any alias or the boundary value denies, an allow needs the
+//     canonical path (the boundary value, else every alias) allowed, and
+//     anything else asks (docs/decisions/0012-path-aliases.md);
 //   - several values on any other surface are resolved one by one and the
 //     most restrictive answer wins (deny > ask > allow; the first on a tie);
 //   - a bare `path` or `external_directory` query is resolved on its _read
@@ -97,17 +115,34 @@
 // # The self-approval guard
 //
 // A subagent able to write into the mailbox could write its own approval,
-// and one able to write the agent directory could rewrite the rules that
-// judge it. So an ask whose facts touch a protected tree ([Options]) is
-// denied with origin builtin before any rule is consulted: session grants
-// and yolo cannot override it. On path surfaces a match value or the
-// boundary value is cleaned (`~` expanded, a relative value placed in the
-// requester's cwd) and tested for containment; on every other surface, and
-// in every asking unit, the values are searched for the tree's absolute,
-// `~/`, `$HOME/` and `${HOME}/` spellings. The search is a substring test,
-// not a shell parser: it errs towards denying, and a command that builds
-// the path at run time (`cd ~/.pi; cd agent`) escapes it, which the child's
-// own path gates must catch.
+// and one able to write the agent directory, the broker's config or its
+// grants journal could rewrite the rules that judge it. So an ask whose
+// facts touch a protected tree ([Options]) is denied with origin builtin
+// before any rule is consulted: session grants and yolo cannot override
+// it.
+//
+//   - On path surfaces a match value or the boundary value is cleaned
+//     (`~` expanded, a relative value placed in the requester's cwd) and
+//     tested for containment.
+//   - On bash every word of every unit (its arguments, assignment values
+//     and redirection targets, quotes removed; package bashunits) is
+//     tested the same way, whole and after its first `=` (`of=…`), with
+//     `~`, `$HOME` and `${HOME}` expanded; a word starting with
+//     `$PI_CODING_AGENT_DIR` hits outright; a relative word is placed in
+//     the requester's cwd and in every directory the line cds to.
+//   - On every other surface the path-like tokens of the value are.
+//   - A value holding a glob (`*`, `?`, `[…]`, a brace list) hits when the
+//     glob could name a path inside a tree, matched segment by segment.
+//   - Off path surfaces, and in every asking unit, the values are also
+//     searched for the trees' absolute, `~/`, `$HOME/` and `${HOME}/`
+//     spellings: a blunt substring test that errs towards denying.
+//   - After the rules, a bash unit that moves, removes or re-permissions an
+//     ancestor of a tree (`mv ~/.pi /tmp/p`) is denied unless a rule
+//     already denied it.
+//
+// The words are judged as text: a path built at run time from a variable
+// an earlier command set, or a directory an earlier ask cd'd to, escapes
+// the guard, which the child's own path gates must catch.
 //
 // # Session rules
 //
@@ -140,6 +175,11 @@
 //
 // # Differences from pi
 //
+//   - A session grant never overrides a deny of the config; pi composes
+//     session rules last (docs/decisions/0011-deny-above-grants.md).
+//   - Path values are cleaned before matching, and across aliases the most
+//     restrictive answer wins; pi lets the last rule matching any alias
+//     decide (docs/decisions/0012-path-aliases.md).
 //   - `?` matches one Unicode character; pi's regular expression (no `u`
 //     flag) matches one UTF-16 unit, so pi needs `??` for an emoji.
 //   - A home prefix is joined as written (`~/a/../b` stays as is); pi's

@@ -59,6 +59,11 @@ var topLevelKeys = []struct {
 			c.ReviewLogFieldMaxWidth = int(n)
 		}
 	}},
+	{"reviewLogMaxBytes", func(p *parser, c *Config, path string, v strictjson.Value) {
+		if n, ok := p.integer(path, v, MinReviewLogMaxBytes, "bytes"); ok {
+			c.ReviewLogMaxBytes = n
+		}
+	}},
 	{"promptTimeoutMs", func(p *parser, c *Config, path string, v strictjson.Value) {
 		if ms, ok := p.integer(path, v, 0, "milliseconds, 0 for no limit"); ok {
 			c.PromptTimeout = time.Duration(ms) * time.Millisecond
@@ -118,30 +123,87 @@ func Parse(name string, data []byte) (*Config, error) {
 		p.fail(root.Offset(), "", "expected a JSON object, got "+describe(root))
 		return nil, p.err()
 	}
+	seen := make(map[string]int) // top-level key → the offset of its value
 	p.object("", root, func(key string, keyAt int, v strictjson.Value) {
 		path := memberPath("", key)
-		var names []string
 		for _, k := range topLevelKeys {
 			if k.name == key {
+				seen[key] = v.Offset()
 				k.read(p, c, path, v)
 				return
 			}
-			names = append(names, k.name)
 		}
-		msg := "unknown key, ignored (courier reads " + strings.Join(names, ", ") + ")"
-		for _, name := range names {
-			if strings.EqualFold(name, key) {
-				msg = fmt.Sprintf("unknown key, ignored: keys are case-sensitive, did you mean %q?", name)
-			}
+		switch {
+		case key == "$schema":
+			// An editor's hint, in pi's configs too: not a setting.
+		case piOnlyKeys[key]:
+			p.warn(keyAt, path, "pi-permission-system's setting, which courier does not read: ignored")
+		default:
+			p.fail(keyAt, path, unknownTopLevelKey(key))
 		}
-		p.warn(keyAt, path, msg)
 		p.skip(path, v)
 	})
+	if at, yolo := seen["yoloMode"]; yolo && c.YoloMode {
+		if _, ok := seen["permission"]; !ok {
+			// Under yolo every ask becomes an allow, and with no
+			// permission object every ask is the default's: a config
+			// whose permission object is missing (or misspelt, the
+			// attack of issue 14) would allow everything.
+			p.fail(at, "yoloMode", `true turns every ask into an allow, and this config has no "permission" object, so every ask would be allowed: add the permission object (its denies stand under yolo) or set yoloMode to false`)
+		}
+	}
+	if _, ok := seen["permission"]; !ok && !c.YoloMode {
+		// pi reads such a file as "no rules", but it is rarely meant:
+		// the built-in rules are not merged into a config file, so this
+		// one would drop every deny, and a misspelt "permission" (with
+		// its unknown key reported beside) looks just like it. An empty
+		// object says "no rules" on purpose (issue 16).
+		p.fail(root.Offset(), "", `no "permission" object, so no rules at all, not even the built-in denies (rules/default.json applies only without --config): copy its permission object to start from, or write "permission": {} to serve with no rules on purpose`)
+	}
 	if len(p.problems) > 0 {
 		return nil, p.err()
 	}
 	c.Warnings = p.warnings
 	return c, nil
+}
+
+// piOnlyKeys are pi-permission-system's top-level settings that courier
+// does not read: a pi user's config still loads, with a notice for each.
+// The list is pi's config schema (unifiedConfigSchema in
+// packages/pi-permission-system/src/config/config-schema.ts) and the keys
+// shared/reference/pi-forwarding.md records from other revisions
+// (logging, allowAuthorizerOnExternalDirectory). Ignoring any of them only
+// ever makes courier stricter than pi: authorizerTrust would lift the
+// delegation envelope, the prompt and log toggles change no decision.
+var piOnlyKeys = map[string]bool{
+	"debugLog":                           true,
+	"permissionReviewLog":                true,
+	"doublePressToConfirm":               true,
+	"permissionDialogKeys":               true,
+	"promptMaxRows":                      true,
+	"promptFieldMaxWidth":                true,
+	"toolInputPreviewMaxLength":          true,
+	"toolTextSummaryMaxLength":           true,
+	"piInfrastructureReadPaths":          true,
+	"authorizerTrust":                    true,
+	"shellTools":                         true,
+	"logging":                            true,
+	"allowAuthorizerOnExternalDirectory": true,
+}
+
+// unknownTopLevelKey is the message of a top-level key that neither
+// courier nor pi defines: an error, since a misspelt key silently drops
+// what the operator meant (issue 14: "permisson" under yoloMode allowed
+// every ask).
+func unknownTopLevelKey(key string) string {
+	names := make([]string, len(topLevelKeys))
+	for i, k := range topLevelKeys {
+		names[i] = k.name
+	}
+	if s := didYouMean(key, names); s != "" {
+		return "unknown key: " + s
+	}
+	return "unknown key: courier reads " + strings.Join(names, ", ") + " (and accepts pi-permission-system's other settings, unread)"
 }
 
 // parser walks a well-formed document with strictjson's walker, which
@@ -156,7 +218,7 @@ type parser struct {
 }
 
 func (p *parser) err() error {
-	return &ConfigError{Problems: p.problems}
+	return &ConfigError{Problems: p.problems, Warnings: p.warnings}
 }
 
 func (p *parser) diag(off int, path, msg string) Diagnostic {

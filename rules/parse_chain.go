@@ -157,7 +157,11 @@ func (p *parser) authorizerLink(path string, v strictjson.Value) (AuthorizerLink
 				}
 			}
 		default:
-			fail(keyAt, kp, fmt.Sprintf("unknown key %q: an authorizer link reads %s", key, linkKeys))
+			msg := fmt.Sprintf("unknown key %q: an authorizer link reads %s", key, linkKeys)
+			if s := didYouMean(key, strings.Split(linkKeys, ", ")); s != "" {
+				msg = fmt.Sprintf("unknown key %q: %s (an authorizer link reads %s)", key, s, linkKeys)
+			}
+			fail(keyAt, kp, msg)
 			p.skip(kp, v)
 		}
 	})

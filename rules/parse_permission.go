@@ -54,6 +54,7 @@ func (p *parser) permissionObject(path string, v strictjson.Value, origin Origin
 			p.skip(kp, v)
 			return
 		}
+		p.checkSurfaceName(keyAt, kp, key)
 		se := surfaceEntry{surface: key, at: keyAt}
 		if a, ok := actionOf(v); ok {
 			se.patterns = []patternEntry{{pattern: "*", action: a, wide: true, at: v.Offset()}}
@@ -125,7 +126,11 @@ func (p *parser) denyObject(path string, v strictjson.Value) (reason string, ok 
 			}
 			reason = s
 		default:
-			p.fail(keyAt, path, fmt.Sprintf(`unknown key %q, expected {"action":"deny","reason":...}`, key))
+			msg := fmt.Sprintf(`unknown key %q, expected {"action":"deny","reason":...}`, key)
+			if s := didYouMean(key, []string{"action", "reason"}); s != "" {
+				msg += ": " + s
+			}
+			p.fail(keyAt, path, msg)
 			p.skip(path, v)
 			valid = false
 		}
@@ -159,12 +164,19 @@ func (p *parser) agents(path string, v strictjson.Value) map[string]Permission {
 			return
 		}
 		var perm Permission
-		found := false
+		found, unknown := false, false
 		p.object(ap, entry, func(key string, keyAt int, v strictjson.Value) {
 			kp := memberPath(ap, key)
 			if key != "permission" {
-				p.warn(keyAt, kp, "unknown key, ignored (an agent entry reads permission)")
+				// An error, not a warning: a misspelt "permission" would
+				// drop the agent's overrides, its denies included.
+				msg := "unknown key"
+				if s := didYouMean(key, []string{"permission"}); s != "" {
+					msg += ": " + s
+				}
+				p.fail(keyAt, kp, msg+" (an agent entry reads permission)")
 				p.skip(kp, v)
+				unknown = true
 				return
 			}
 			if !p.openObject(kp, v, "expected an object mapping surfaces to actions") {
@@ -173,7 +185,7 @@ func (p *parser) agents(path string, v strictjson.Value) map[string]Permission {
 			perm = p.permissionObject(kp, v, OriginAgent)
 			found = true
 		})
-		if !found {
+		if !found && !unknown {
 			p.warn(entry.Offset(), ap, "no permission object, so this agent has no overrides")
 		}
 		out[name] = perm
