@@ -26,14 +26,42 @@
 // parent may share a log, the serving node writes forwarded_permission.approved
 // and its prompter permission_request.approved, and the child writes
 // response_received and its own permission_request.approved. Lines are joined
-// by requestId (the forwarded request adopts the child's id) and each id is
-// counted once, from the most informative of its lines: one whose decidedBy
-// decodes beats one without, and among those the one with the most forwarded
-// frames wins, since the child's view contains the serving node's decider.
-// The earliest line wins a tie. A terminal line without a requestId is
-// counted on its own. pi 20.7.3 gave the child's and the parent's entries
-// different ids, so one old forwarded ask may count twice; nothing in those
-// lines allows a join.
+// by requestId (the forwarded request adopts the child's id) and by the
+// request's digest, requestSha256, where a line has one: courier's broker
+// and child write it on their decision lines, so an id used again (a child
+// reusing ids across a broker's restart, issue 14) is another ask, counted
+// again. A line without a digest (pi's lines, older courier logs, the
+// child's permission_request lines) joins the ask of the latest line with
+// a digest under its id, or the first one to come when none came yet; an
+// id without any digest is one ask, as before digests.
+//
+// Each ask is counted once, from the most informative of its lines: one
+// whose decidedBy decodes beats one without, and among those the one with
+// the most forwarded frames wins, since the child's view contains the
+// serving node's decider. The earliest line wins a tie. A terminal line
+// without a requestId is counted on its own. pi 20.7.3 gave the child's and
+// the parent's entries different ids, so one old forwarded ask may count
+// twice; nothing in those lines allows a join.
+//
+// # Rotated logs
+//
+// courier rotates its log at a size cap, keeping one rotation at
+// <log>.1 (package reviewlog). [CensusFile] reads the rotation first, then
+// the log, as one census; older lines are gone. [Census] reads one stream
+// as it is given.
+//
+// Each rotation starts the new file with a marker line
+// (reviewlog.LogRotated) holding the size of the file it rotated away. A
+// marker whose predecessor the census did not read, because fewer bytes
+// came before it (since the start, or since the marker before it) than
+// the file it follows held, says that the lines logged before its time
+// are missing: the report lists it in RotatedAway, and the table says
+// "history before T rotated away". After two rotations that is the
+// marker heading <log>.1; a log read without its rotation, or a rotation
+// cut short, shows it too (review finding 8: a flood rotated decisions
+// away and the census gave no hint of loss). Lines are counted as the
+// file holds them, line endings included; a marker without a size asks
+// only that something came before it.
 //
 // # Deciders
 //
@@ -64,6 +92,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -163,52 +193,155 @@ func Census(r io.Reader) (Report, error) {
 	return census(r, MaxLineBytes, readBufferSize)
 }
 
+// CensusFile is Census of the log at path and its rotation: <path>.1 when
+// there is one, then path, as one census. Report.Files lists what was
+// read, and a bad line names its file.
+func CensusFile(path string) (Report, error) {
+	c := newCounter()
+	for _, p := range []string{path + reviewlog.RotatedSuffix, path} {
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) && p != path {
+			continue
+		}
+		if err != nil {
+			return c.report(), fmt.Errorf("audit: %w", err)
+		}
+		c.files = append(c.files, p)
+		err = c.read(f, p, MaxLineBytes, readBufferSize)
+		f.Close()
+		if err != nil {
+			return c.report(), fmt.Errorf("audit: %s: %w", p, err)
+		}
+	}
+	return c.report(), nil
+}
+
 // census is Census with its limits as parameters, so tests and the fuzzer
 // can reach the long-line paths with short inputs.
 func census(r io.Reader, maxLine, bufSize int) (Report, error) {
 	c := newCounter()
+	if err := c.read(r, "", maxLine, bufSize); err != nil {
+		return c.report(), fmt.Errorf("audit: %w", err)
+	}
+	return c.report(), nil
+}
+
+// read counts the lines of r, one file of the census.
+func (c *counter) read(r io.Reader, file string, maxLine, bufSize int) error {
 	lr := lineReader{br: bufio.NewReaderSize(r, bufSize), max: maxLine}
 	for n := 1; ; n++ {
+		before := lr.n
 		line, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return c.report(), fmt.Errorf("audit: read line %d: %w", n, err)
+			return fmt.Errorf("read line %d: %w", n, err)
 		}
 		c.lines.Read++
 		if tooLong {
-			c.bad(n, fmt.Sprintf("longer than %d bytes", maxLine))
-			continue
+			c.bad(file, n, fmt.Sprintf("longer than %d bytes", maxLine))
+		} else {
+			c.line(file, n, line)
 		}
-		c.line(n, line)
+		// After c.line: a marker restarts the count at its own line.
+		c.segment += lr.n - before
 	}
-	return c.report(), nil
 }
 
 type counter struct {
 	lines       Lines
 	badExamples []BadLine
 	undecodable int
-	byID        map[string]decision
+	files       []string
+	byID        map[string]*asks
 	anonymous   []decision
+	// segment counts the bytes read since the start of the census or
+	// the last rotation marker, that marker's line included: the file
+	// the next marker follows, when it was read.
+	segment     int64
+	rotated     []RotatedAway
+	rotatedMore int
+}
+
+// asks are the decisions of one requestId: one per request digest, and
+// the lines without a digest that came before any with one.
+type asks struct {
+	// early is the best of the digest-less lines seen before any line
+	// with a digest; it joins the first digest's ask when one comes.
+	early    decision
+	hasEarly bool
+	digests  []digestAsk
+	// latest is the index in digests of the ask of the latest line with
+	// a digest, which a later line without one joins.
+	latest int
+}
+
+type digestAsk struct {
+	digest string
+	best   decision
+}
+
+// add joins d, a line of this id with digest (or ""), to its ask.
+func (a *asks) add(digest string, d decision) {
+	if digest == "" {
+		if len(a.digests) == 0 {
+			a.early, a.hasEarly = better(a.early, a.hasEarly, d), true
+			return
+		}
+		g := &a.digests[a.latest]
+		g.best = better(g.best, true, d)
+		return
+	}
+	for i := range a.digests {
+		if a.digests[i].digest == digest {
+			a.digests[i].best = better(a.digests[i].best, true, d)
+			a.latest = i
+			return
+		}
+	}
+	if len(a.digests) == 0 && a.hasEarly {
+		d = better(a.early, true, d)
+		a.hasEarly = false
+	}
+	a.digests = append(a.digests, digestAsk{digest: digest, best: d})
+	a.latest = len(a.digests) - 1
+}
+
+// each calls fn with the decision of every ask of the id.
+func (a *asks) each(fn func(decision)) {
+	if a.hasEarly {
+		fn(a.early)
+	}
+	for _, g := range a.digests {
+		fn(g.best)
+	}
+}
+
+// better returns the more informative of prev (when has) and d, the
+// earlier one on a tie.
+func better(prev decision, has bool, d decision) decision {
+	if !has || d.rank > prev.rank {
+		return d
+	}
+	return prev
 }
 
 func newCounter() *counter {
-	return &counter{byID: make(map[string]decision)}
+	return &counter{byID: make(map[string]*asks)}
 }
 
-func (c *counter) bad(n int, reason string) {
+func (c *counter) bad(file string, n int, reason string) {
 	c.lines.Bad++
 	if len(c.badExamples) < MaxBadLineExamples {
-		c.badExamples = append(c.badExamples, BadLine{Line: n, Reason: reason})
+		c.badExamples = append(c.badExamples, BadLine{File: file, Line: n, Reason: reason})
 	}
 }
 
 // line classifies one line. Fields are read one by one, so a field of the
 // wrong type is ignored alone instead of spoiling the line, as courier's
 // mailbox readers do.
-func (c *counter) line(n int, line []byte) {
+func (c *counter) line(file string, n int, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		c.lines.Blank++
 		return
@@ -217,22 +350,26 @@ func (c *counter) line(n int, line []byte) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			c.bad(n, "not a JSON object")
+			c.bad(file, n, "not a JSON object")
 		} else {
-			c.bad(n, "not JSON")
+			c.bad(file, n, "not JSON")
 		}
 		return
 	}
 	if m == nil {
-		c.bad(n, "not a JSON object")
+		c.bad(file, n, "not a JSON object")
 		return
 	}
 	var event string
 	if json.Unmarshal(m["event"], &event) != nil || event == "" {
-		c.bad(n, "no event name")
+		c.bad(file, n, "no event name")
 		return
 	}
 	c.lines.Entries++
+	if event == reviewlog.LogRotated {
+		c.marker(file, n, m)
+		return
+	}
 	implied, terminal := terminalEvents[event]
 	if !terminal {
 		return
@@ -255,9 +392,40 @@ func (c *counter) line(n int, line []byte) {
 		c.anonymous = append(c.anonymous, d)
 		return
 	}
-	if prev, seen := c.byID[id]; !seen || d.rank > prev.rank {
-		c.byID[id] = d
+	var digest string
+	if json.Unmarshal(m[reviewlog.KeyRequestSHA256], &digest) != nil {
+		digest = ""
 	}
+	a := c.byID[id]
+	if a == nil {
+		a = &asks{}
+		c.byID[id] = a
+	}
+	a.add(digest, d)
+}
+
+// marker reads a rotation marker: when fewer bytes came before it than
+// the file it rotated away held, that file was not read, and the lines
+// before the marker's time are missing.
+func (c *counter) marker(file string, n int, m map[string]json.RawMessage) {
+	var previous int64
+	if json.Unmarshal(m[reviewlog.KeyPreviousSize], &previous) != nil || previous < 1 {
+		previous = 1
+	}
+	read := c.segment >= previous
+	c.segment = 0
+	if read {
+		return
+	}
+	var at string
+	if json.Unmarshal(m["timestamp"], &at) != nil {
+		at = ""
+	}
+	if len(c.rotated) == MaxBadLineExamples {
+		c.rotatedMore++
+		return
+	}
+	c.rotated = append(c.rotated, RotatedAway{Before: at, File: file, Line: n, PreviousSize: previous})
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -308,6 +476,8 @@ type lineReader struct {
 	br  *bufio.Reader
 	max int
 	buf []byte
+	// n counts the bytes read, line endings included.
+	n int64
 }
 
 func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
@@ -315,6 +485,7 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 	read := false
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
+		lr.n += int64(len(chunk))
 		read = read || len(chunk) > 0
 		if !tooLong && len(lr.buf)+len(chunk) > lr.max+len("\r\n") {
 			tooLong = true

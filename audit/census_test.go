@@ -565,5 +565,5 @@ func ExampleReport_WriteTable() {
 	// total                                   2         1       1
 	//
 	// lines read: 3 (3 entries, 0 blank, 0 bad)
-	// terminal lines: 3, joined by requestId into 2 decisions
+	// terminal lines: 3, joined by requestId and request digest into 2 decisions
 }

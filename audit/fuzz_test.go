@@ -31,6 +31,7 @@ func FuzzCensus(f *testing.F) {
 		`{"event":"permission_request.denied","decidedBy":{"kind":"authorizer","name":"x","verdict":"deny","reason":null}}`,
 		`{"event":"forwarded_permission.approved","requestId":"b","decidedBy":{"kind":"forwarded","responderSessionId":"p","decision":{"kind":"forwarded","responderSessionId":"q","decision":{"kind":"forwarded","responderSessionId":"r","decision":{"kind":"forwarded","responderSessionId":"s","decision":{"kind":"forwarded","responderSessionId":"t","decision":null}}}}}}`,
 		`{"event":"permission_request.blocked","requestId":"c","approved":null,"resolution":"policy_deny"}` + "\n" + `{"event":"x"}`,
+		`{"event":"x"}` + "\n" + `{"timestamp":"2026-07-15T08:11:12.345Z","event":"review_log_rotated","previousSize":14}` + "\n" + `{"event":"review_log_rotated","previousSize":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -70,6 +71,9 @@ func checkReport(t *testing.T, r Report, lines int) {
 	}
 	if l.Blank+l.Bad+l.Entries != l.Read {
 		t.Fatalf("lines do not add up: %+v", l)
+	}
+	if len(r.RotatedAway) > MaxBadLineExamples || r.RotatedAwayMore > 0 && len(r.RotatedAway) < MaxBadLineExamples || len(r.RotatedAway)+r.RotatedAwayMore > l.Entries {
+		t.Fatalf("%d markers listed and %d more, of %d entries", len(r.RotatedAway), r.RotatedAwayMore, l.Entries)
 	}
 	if l.Terminal > l.Entries || r.Total.Decisions > l.Terminal || r.UndecodableDecidedBy > l.Terminal {
 		t.Fatalf("more decisions than lines: %+v, total %+v, undecodable %d", l, r.Total, r.UndecodableDecidedBy)

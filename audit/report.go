@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/seed6639df8c/courier/provenance"
@@ -37,6 +38,28 @@ type Report struct {
 	// UndecodableDecidedBy counts terminal lines whose decidedBy is present
 	// but not a valid DecisionSource; their decisions count under none.
 	UndecodableDecidedBy int `json:"undecodableDecidedBy"`
+	// Files lists the files read, in order (a rotated log first), when
+	// the census read files (CensusFile).
+	Files []string `json:"files,omitempty"`
+	// RotatedAway lists the first MaxBadLineExamples rotation markers
+	// whose predecessor the census did not read: lines logged before
+	// each one's time are missing. RotatedAwayMore counts the others.
+	RotatedAway     []RotatedAway `json:"rotatedAway,omitempty"`
+	RotatedAwayMore int           `json:"rotatedAwayMore,omitempty"`
+}
+
+// RotatedAway is a rotation marker (reviewlog.LogRotated) that follows a
+// file the census did not read.
+type RotatedAway struct {
+	// Before is the marker's timestamp as the log has it: the history
+	// before it was rotated away. Empty when the marker has none.
+	Before string `json:"before"`
+	// File and Line place the marker; File is empty for one stream.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line"`
+	// PreviousSize is the size in bytes of the file rotated away, as the
+	// marker gives it.
+	PreviousSize int64 `json:"previousSize"`
 }
 
 // Row counts the decisions of one decider.
@@ -80,6 +103,9 @@ type Lines struct {
 
 // BadLine says which line was skipped and why.
 type BadLine struct {
+	// File is the file the line is in, when the census read files
+	// (CensusFile); empty for one stream.
+	File   string `json:"file,omitempty"`
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
 }
@@ -128,8 +154,8 @@ func (c *counter) report() Report {
 			forwarded.add(d.outcome)
 		}
 	}
-	for _, d := range c.byID {
-		count(d)
+	for _, a := range c.byID {
+		a.each(count)
 	}
 	for _, d := range c.anonymous {
 		count(d)
@@ -142,6 +168,9 @@ func (c *counter) report() Report {
 		Lines:                c.lines,
 		BadLines:             append([]BadLine{}, c.badExamples...),
 		UndecodableDecidedBy: c.undecodable,
+		Files:                c.files,
+		RotatedAway:          c.rotated,
+		RotatedAwayMore:      c.rotatedMore,
 	}
 	for d, counts := range rows {
 		r.Deciders = append(r.Deciders, Row{Decider: d.kind, Name: d.name, Counts: *counts})
@@ -201,6 +230,21 @@ func (row Row) label() string {
 	return row.Decider
 }
 
+// timeLabel prints a marker's timestamp: as it is when it is a time, else
+// quoted, since the log may hold anything (escape sequences included).
+func timeLabel(ts string) string {
+	if _, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+		return ts
+	}
+	if ts == "" {
+		return "an unknown time"
+	}
+	if utf8.RuneCountInString(ts) > maxLabelRunes {
+		ts = string([]rune(ts)[:maxLabelRunes-1]) + "…"
+	}
+	return strconv.Quote(ts)
+}
+
 // WriteTable writes the report for a person: one row per decider, the
 // forwarded and total rows, then where the lines went.
 func (r Report) WriteTable(w io.Writer) error {
@@ -231,8 +275,22 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 
 	l := r.Lines
-	fmt.Fprintf(&b, "\nlines read: %d (%d entries, %d blank, %d bad)\n", l.Read, l.Entries, l.Blank, l.Bad)
-	fmt.Fprintf(&b, "terminal lines: %d, joined by requestId into %d decisions\n", l.Terminal, r.Total.Decisions)
+	b.WriteString("\n")
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&b, "files read: %s\n", strings.Join(r.Files, ", "))
+	}
+	for _, g := range r.RotatedAway {
+		where := fmt.Sprintf("line %d", g.Line)
+		if g.File != "" {
+			where = g.File + " " + where
+		}
+		fmt.Fprintf(&b, "history before %s rotated away: %s marks a rotation whose previous file (%d bytes) was not read\n", timeLabel(g.Before), where, g.PreviousSize)
+	}
+	if r.RotatedAwayMore > 0 {
+		fmt.Fprintf(&b, "history rotated away at %d more markers\n", r.RotatedAwayMore)
+	}
+	fmt.Fprintf(&b, "lines read: %d (%d entries, %d blank, %d bad)\n", l.Read, l.Entries, l.Blank, l.Bad)
+	fmt.Fprintf(&b, "terminal lines: %d, joined by requestId and request digest into %d decisions\n", l.Terminal, r.Total.Decisions)
 	if r.UndecodableDecidedBy > 0 {
 		fmt.Fprintf(&b, "undecodable decidedBy: %d (counted as no decider recorded)\n", r.UndecodableDecidedBy)
 	}
@@ -240,6 +298,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		parts := make([]string, len(r.BadLines))
 		for i, bl := range r.BadLines {
 			parts[i] = fmt.Sprintf("line %d: %s", bl.Line, bl.Reason)
+			if len(r.Files) > 1 {
+				parts[i] = bl.File + " " + parts[i]
+			}
 		}
 		more := ""
 		if l.Bad > len(r.BadLines) {

@@ -104,7 +104,7 @@ func (x *exchange) write() bool {
 	c, req, target := x.c, &x.req, x.req.TargetSessionID
 	if c.Log != nil {
 		c.log(reviewlog.ForwardedRequestCreatedEntry{
-			RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID,
+			RequestID: req.ID, RequestSHA256: x.digest, RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID,
 			TargetSessionID: target, RequestPath: x.reqPath, ResponsePath: x.respPath,
 		})
 	}
@@ -224,7 +224,7 @@ func (x *exchange) judgeLiveness() (decision.Decision, bool) {
 	}
 	reason := fmt.Sprintf(reasonNotServingFmt, target)
 	c.log(reviewlog.ForwardedNoServingSessionEntry{
-		RequestID: x.req.ID, RequesterSessionID: x.req.RequesterSessionID, TargetSessionID: target,
+		RequestID: x.req.ID, RequestSHA256: x.digest, RequesterSessionID: x.req.RequesterSessionID, TargetSessionID: target,
 		ServingChannel: "heartbeat", ServingState: s.State.String(), ServingSessionIDs: []string{},
 		DecidedBy: provenance.Unavailable{Reason: reason},
 	})
@@ -279,7 +279,7 @@ func (x *exchange) timedOut(timeout time.Duration) decision.Decision {
 	c.log(reviewlog.ForwardingWarningEntry{RequestID: reviewlog.Str(req.ID), Message: fmt.Sprintf("Timed out waiting for forwarded permission response '%s'", x.respPath)})
 	reason := fmt.Sprintf(reasonNoAnswerFormat, target, seconds(timeout))
 	c.log(reviewlog.ForwardedResponseTimedOutEntry{
-		RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, TargetSessionID: target,
+		RequestID: req.ID, RequestSHA256: x.digest, RequesterAgentName: req.RequesterAgentName, TargetSessionID: target,
 		ResponsePath: x.respPath, DecidedBy: provenance.Unavailable{Reason: reason},
 	})
 	return x.abandon(reason)
@@ -343,7 +343,7 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 	}
 	if readErr != nil {
 		c.log(reviewlog.ForwardedResponseReceivedEntry{
-			RequestID: req.ID, TargetSessionID: target, ResponsePath: respPath, Error: readErr,
+			RequestID: req.ID, RequestSHA256: x.digest, TargetSessionID: target, ResponsePath: respPath, Error: readErr,
 		})
 		reason := ReasonUnreadable
 		if errors.Is(readErr, wire.ErrForeignResponse) || errors.Is(readErr, wire.ErrUnboundResponse) {
@@ -356,7 +356,7 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 	d = decision.FromResponse(resp)
 	if c.Log != nil {
 		c.log(reviewlog.ForwardedResponseReceivedEntry{
-			RequestID: req.ID, TargetSessionID: target, ResponsePath: respPath,
+			RequestID: req.ID, RequestSHA256: x.digest, TargetSessionID: target, ResponsePath: respPath,
 			Approved: resp.Approved, State: string(resp.State), DenialReason: resp.DenialReason,
 			ResponderSessionID: resp.ResponderSessionID, DecidedBy: d.DecidedBy,
 		})

@@ -1,8 +1,8 @@
 package reviewlog
 
-// The entries of the authorizer chain (packages chain and plugins). Each
-// type's comment is its event's documentation; the keys are listed as the
-// line holds them.
+// The entries of the authorizer chain (packages chain, plugins and
+// relay). Each type's comment is its event's documentation; the keys are
+// listed as the line holds them.
 
 // ChainResolvedEntry ([ChainResolved]) is written before any authorizer
 // link runs on an ask, naming the links in order, because a link that
@@ -17,6 +17,21 @@ type ChainResolvedEntry struct {
 	// ShadowLinks are the links consulted in shadow mode; empty writes no
 	// shadowLinks key.
 	ShadowLinks []string
+}
+
+// ChainDelegatedEntry ([ChainDelegated]) is written by a relaying node
+// (broker serve --terminal relay) for each ask it relays, before relaying
+// it: the node runs no authorizer links, because the node that
+// adjudicates runs its own (one chain per node), and the entry names the
+// links configured here that were not consulted. pi writes it where an
+// adjudicating node would write [ChainResolvedEntry].
+//
+// Keys: links, requestId.
+type ChainDelegatedEntry struct {
+	RequestID string
+	// Links are the configured links, in config order, none of which
+	// runs; nil writes null, so a caller passes an empty list for none.
+	Links []string
 }
 
 // LinkVerdictEntry ([LinkVerdict]) records what one enforcing link
@@ -67,10 +82,11 @@ type LinkDisabledEntry struct {
 	Error error
 }
 
-func (ChainResolvedEntry) Event() string { return ChainResolved }
-func (LinkVerdictEntry) Event() string   { return LinkVerdict }
-func (LinkShadowEntry) Event() string    { return LinkShadow }
-func (LinkDisabledEntry) Event() string  { return LinkDisabled }
+func (ChainResolvedEntry) Event() string  { return ChainResolved }
+func (ChainDelegatedEntry) Event() string { return ChainDelegated }
+func (LinkVerdictEntry) Event() string    { return LinkVerdict }
+func (LinkShadowEntry) Event() string     { return LinkShadow }
+func (LinkDisabledEntry) Event() string   { return LinkDisabled }
 
 func (e ChainResolvedEntry) appendDetails(d details) {
 	d.strs("links", e.Links)
@@ -78,6 +94,11 @@ func (e ChainResolvedEntry) appendDetails(d details) {
 	if len(e.ShadowLinks) > 0 {
 		d.strs("shadowLinks", e.ShadowLinks)
 	}
+}
+
+func (e ChainDelegatedEntry) appendDetails(d details) {
+	d.strs("links", e.Links)
+	d.str(KeyRequestID, e.RequestID)
 }
 
 func (e LinkVerdictEntry) appendDetails(d details) {

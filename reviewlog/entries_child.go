@@ -10,10 +10,13 @@ import "encoding/json"
 // the child just before it drops a request file into its parent's
 // mailbox.
 //
-// Keys: requestId, requestPath, requesterAgentName, requesterSessionId,
-// responsePath, targetSessionId.
+// Keys: requestId, requestPath, requestSha256 (when set),
+// requesterAgentName, requesterSessionId, responsePath, targetSessionId.
 type ForwardedRequestCreatedEntry struct {
-	RequestID          string
+	RequestID string
+	// RequestSHA256 is the digest of the request's bytes; "" writes no
+	// requestSha256 key.
+	RequestSHA256      string
 	RequesterAgentName string
 	RequesterSessionID string
 	// TargetSessionID is the parent session asked.
@@ -29,10 +32,13 @@ type ForwardedRequestCreatedEntry struct {
 // ([RequestApprovedEntry], [RequestDeniedEntry]) follows it.
 //
 // Keys: approved, decidedBy (not when Error is set), denialReason, error
-// (only when Error is set), requestId, responderSessionId, responsePath,
-// state, targetSessionId.
+// (only when Error is set), requestId, requestSha256 (when set),
+// responderSessionId, responsePath, state, targetSessionId.
 type ForwardedResponseReceivedEntry struct {
-	RequestID       string
+	RequestID string
+	// RequestSHA256 is the digest of the request's bytes, which the
+	// answer is bound to; "" writes no requestSha256 key.
+	RequestSHA256   string
 	TargetSessionID string
 	ResponsePath    string
 	// Error, when set, is why the file could not be taken as the answer:
@@ -53,10 +59,14 @@ type ForwardedResponseReceivedEntry struct {
 // by the child when it gives up because no live session serves the target
 // mailbox. Its approved is always false.
 //
-// Keys: approved, decidedBy, requestId, requesterSessionId,
-// servingChannel, servingSessionIds, servingState, targetSessionId.
+// Keys: approved, decidedBy, requestId, requestSha256 (when set),
+// requesterSessionId, servingChannel, servingSessionIds, servingState,
+// targetSessionId.
 type ForwardedNoServingSessionEntry struct {
-	RequestID          string
+	RequestID string
+	// RequestSHA256 is the digest of the request's bytes; "" writes no
+	// requestSha256 key.
+	RequestSHA256      string
 	RequesterSessionID string
 	TargetSessionID    string
 	// ServingChannel is how liveness was judged ("heartbeat"), and
@@ -72,10 +82,13 @@ type ForwardedNoServingSessionEntry struct {
 // by the child when no response arrived in time. Its approved is always
 // false.
 //
-// Keys: approved, decidedBy, requestId, requesterAgentName, responsePath,
-// targetSessionId.
+// Keys: approved, decidedBy, requestId, requestSha256 (when set),
+// requesterAgentName, responsePath, targetSessionId.
 type ForwardedResponseTimedOutEntry struct {
-	RequestID          string
+	RequestID string
+	// RequestSHA256 is the digest of the request's bytes; "" writes no
+	// requestSha256 key.
+	RequestSHA256      string
 	RequesterAgentName string
 	TargetSessionID    string
 	ResponsePath       string
@@ -133,6 +146,7 @@ func (RequestSessionApprovedEntry) Event() string    { return RequestSessionAppr
 func (e ForwardedRequestCreatedEntry) appendDetails(d details) {
 	d.str(KeyRequestID, e.RequestID)
 	d.str("requestPath", e.RequestPath)
+	d.strIfSet(KeyRequestSHA256, e.RequestSHA256)
 	d.str("requesterAgentName", e.RequesterAgentName)
 	d.str("requesterSessionId", e.RequesterSessionID)
 	d.str("responsePath", e.ResponsePath)
@@ -145,6 +159,7 @@ func (e ForwardedResponseReceivedEntry) appendDetails(d details) {
 		d.null("denialReason")
 		d.errText("error", e.Error)
 		d.str(KeyRequestID, e.RequestID)
+		d.strIfSet(KeyRequestSHA256, e.RequestSHA256)
 		d.null("responderSessionId")
 		d.str("responsePath", e.ResponsePath)
 		d.null(KeyState)
@@ -155,6 +170,7 @@ func (e ForwardedResponseReceivedEntry) appendDetails(d details) {
 	d.decidedBy(e.DecidedBy)
 	d.strOrNull("denialReason", e.DenialReason)
 	d.str(KeyRequestID, e.RequestID)
+	d.strIfSet(KeyRequestSHA256, e.RequestSHA256)
 	d.str("responderSessionId", e.ResponderSessionID)
 	d.str("responsePath", e.ResponsePath)
 	d.str(KeyState, e.State)
@@ -165,6 +181,7 @@ func (e ForwardedNoServingSessionEntry) appendDetails(d details) {
 	d.boolean(KeyApproved, false)
 	d.decidedBy(e.DecidedBy)
 	d.str(KeyRequestID, e.RequestID)
+	d.strIfSet(KeyRequestSHA256, e.RequestSHA256)
 	d.str("requesterSessionId", e.RequesterSessionID)
 	d.str("servingChannel", e.ServingChannel)
 	d.strs("servingSessionIds", e.ServingSessionIDs)
@@ -176,6 +193,7 @@ func (e ForwardedResponseTimedOutEntry) appendDetails(d details) {
 	d.boolean(KeyApproved, false)
 	d.decidedBy(e.DecidedBy)
 	d.str(KeyRequestID, e.RequestID)
+	d.strIfSet(KeyRequestSHA256, e.RequestSHA256)
 	d.str("requesterAgentName", e.RequesterAgentName)
 	d.str("responsePath", e.ResponsePath)
 	d.str("targetSessionId", e.TargetSessionID)

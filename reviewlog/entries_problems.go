@@ -9,8 +9,9 @@ package reviewlog
 // mailbox problem: an invalid request file, a wrong target, a refused
 // response, a malformed optional field.
 //
-// Keys: error, message, requestId, requestPath, requesterAgentName,
-// requesterSessionId, responsePath, source, targetSessionId.
+// Keys: error, message, requestId, requestPath, requestSha256,
+// requesterAgentName, requesterSessionId, responsePath, source,
+// targetSessionId.
 type ForwardingWarningEntry struct {
 	// Message says what happened.
 	Message string
@@ -61,6 +62,7 @@ func (e ForwardingWarningEntry) appendDetails(d details) {
 	d.strPtr(KeyRequestID, e.RequestID)
 	d.strIfSet("requestPath", e.RequestPath)
 	if p := e.Parties; p != nil {
+		d.strIfSet(KeyRequestSHA256, p.RequestSHA256)
 		d.str("requesterAgentName", p.RequesterAgentName)
 		d.str("requesterSessionId", p.RequesterSessionID)
 		d.strIfSet("responsePath", e.ResponsePath)

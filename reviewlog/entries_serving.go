@@ -17,12 +17,18 @@ type SessionGrant struct {
 // Parties says who forwarded a request and to which session, as every
 // entry the serving node writes about a request records it, beside
 // requestId: requesterAgentName, requesterSessionId and targetSessionId,
-// with "source":"primary", a constant of pi's line.
+// with "source":"primary", a constant of pi's line; and, when known,
+// requestSha256, the request's digest.
 type Parties struct {
 	RequesterAgentName string
 	RequesterSessionID string
 	// TargetSessionID is the session asked: the serving one.
 	TargetSessionID string
+	// RequestSHA256 is the digest of the request file's bytes
+	// (wire.RequestDigest), written as requestSha256 when set: with the
+	// requestId it names one ask even when an id is used twice (across a
+	// broker's restart), which the census joins by.
+	RequestSHA256 string
 }
 
 // source is the "source" value of the serving node's entries about a
@@ -51,8 +57,9 @@ type ForwardedServingStoppedEntry struct {
 // node's terminal entry when its recorded authority (the rules and the
 // session grants) allowed a forwarded ask without asking anyone.
 //
-// Keys: decidedBy, requestId, requestPath, requesterAgentName,
-// requesterSessionId, source, targetSessionId.
+// Keys: decidedBy, requestId, requestPath, requestSha256 (when known),
+// requesterAgentName, requesterCwd, requesterSessionId, source, surface,
+// targetSessionId, units, value (the last four as [Asked] says).
 type ForwardedAutoApprovedEntry struct {
 	RequestID string
 	Parties   Parties
@@ -60,6 +67,8 @@ type ForwardedAutoApprovedEntry struct {
 	RequestPath string
 	// DecidedBy is the rule or grant that decided (a provenance.Source).
 	DecidedBy json.Marshaler
+	// Asked is what the request asked.
+	Asked Asked
 }
 
 // ForwardedAutoDeniedEntry ([ForwardedAutoDenied]) is
@@ -71,7 +80,9 @@ type ForwardedAutoDeniedEntry ForwardedAutoApprovedEntry
 // authorizer chain and the terminal, before either runs.
 //
 // Keys: floor (only when the ask has one), requestId, requestPath,
-// requesterAgentName, requesterSessionId, source, targetSessionId.
+// requestSha256 (when known), requesterAgentName, requesterCwd,
+// requesterSessionId, source, surface, targetSessionId, units, value (the
+// four of [Asked] as it says).
 type ForwardedPromptedEntry struct {
 	RequestID   string
 	Parties     Parties
@@ -79,6 +90,8 @@ type ForwardedPromptedEntry struct {
 	// Floor is the floor that kept the ask an ask (docs/GLOSSARY.md); ""
 	// writes no floor key.
 	Floor string
+	// Asked is what the request asked.
+	Asked Asked
 }
 
 // ForwardedApprovedEntry ([ForwardedApproved]) is the serving node's
@@ -87,8 +100,10 @@ type ForwardedPromptedEntry struct {
 // [ForwardedAutoApprovedEntry].
 //
 // Keys: approved (true), decidedBy, denialReason, requestId,
-// requesterAgentName, requesterSessionId, resolution, responsePath,
-// source, targetSessionId.
+// requestSha256 (when known), requesterAgentName, requesterCwd,
+// requesterSessionId, resolution, responsePath, source, surface,
+// targetSessionId, terminal (when a terminal answered), units, value (the
+// four of [Asked] as it says).
 type ForwardedApprovedEntry struct {
 	RequestID string
 	Parties   Parties
@@ -99,6 +114,13 @@ type ForwardedApprovedEntry struct {
 	// DenialReason is the response's reason; "" writes null.
 	DenialReason string
 	DecidedBy    json.Marshaler
+	// Terminal is the broker terminal that answered ("tty" for the
+	// operator's prompt), "" when none did. courier's own fact: the
+	// decidedBy beside it is seed 000's union only, where the tty
+	// prompt is a dialog.
+	Terminal string
+	// Asked is what the request asked.
+	Asked Asked
 }
 
 // ForwardedDeniedEntry ([ForwardedDenied]) is [ForwardedApprovedEntry]'s
@@ -121,8 +143,8 @@ type ForwardedRequesterGoneEntry struct {
 // when the operator widened a forwarded grant to the whole serving
 // session, once the grants are recorded.
 //
-// Keys: grants, requestId, requestPath, requesterAgentName,
-// requesterSessionId, source, targetSessionId.
+// Keys: grants, requestId, requestPath, requestSha256 (when known),
+// requesterAgentName, requesterSessionId, source, targetSessionId.
 type ForwardedSessionRecordedEntry struct {
 	RequestID   string
 	Parties     Parties
@@ -164,7 +186,7 @@ func (e ForwardedServingStoppedEntry) appendDetails(d details) { d.str("sessionI
 
 func (e ForwardedAutoApprovedEntry) appendDetails(d details) {
 	d.decidedBy(e.DecidedBy)
-	d.servedRequest(e.RequestID, e.RequestPath, e.Parties)
+	d.servedAsk(e.RequestID, e.RequestPath, e.Parties, e.Asked)
 }
 
 func (e ForwardedAutoDeniedEntry) appendDetails(d details) {
@@ -173,7 +195,7 @@ func (e ForwardedAutoDeniedEntry) appendDetails(d details) {
 
 func (e ForwardedPromptedEntry) appendDetails(d details) {
 	d.strIfSet("floor", e.Floor)
-	d.servedRequest(e.RequestID, e.RequestPath, e.Parties)
+	d.servedAsk(e.RequestID, e.RequestPath, e.Parties, e.Asked)
 }
 
 func (e ForwardedApprovedEntry) appendDetails(d details) { e.appendAnswer(d, true) }
@@ -186,12 +208,17 @@ func (e ForwardedApprovedEntry) appendAnswer(d details, approved bool) {
 	d.decidedBy(e.DecidedBy)
 	d.strOrNull("denialReason", e.DenialReason)
 	d.str(KeyRequestID, e.RequestID)
-	d.str("requesterAgentName", e.Parties.RequesterAgentName)
+	d.strIfSet(KeyRequestSHA256, e.Parties.RequestSHA256)
+	d.str(KeyRequesterAgentName, e.Parties.RequesterAgentName)
+	d.strIfSet(KeyRequesterCwd, e.Asked.Cwd)
 	d.str("requesterSessionId", e.Parties.RequesterSessionID)
 	d.str(KeyResolution, e.Resolution)
 	d.str("responsePath", e.ResponsePath)
 	d.str("source", source)
+	d.strIfSet(KeySurface, e.Asked.Surface)
 	d.str("targetSessionId", e.Parties.TargetSessionID)
+	d.strIfSet("terminal", e.Terminal)
+	d.askedTail(e.Asked)
 }
 
 func (e ForwardedRequesterGoneEntry) appendDetails(d details) {
@@ -214,11 +241,12 @@ func (e ForwardedSessionReloadedEntry) appendDetails(d details) {
 }
 
 // servedRequest appends the keys every serving-side entry about a request
-// ends with: requestId, requestPath, requesterAgentName,
-// requesterSessionId, source and targetSessionId.
+// ends with: requestId, requestPath, requestSha256 (when known),
+// requesterAgentName, requesterSessionId, source and targetSessionId.
 func (d details) servedRequest(id, path string, p Parties) {
 	d.str(KeyRequestID, id)
 	d.str("requestPath", path)
+	d.strIfSet(KeyRequestSHA256, p.RequestSHA256)
 	d.str("requesterAgentName", p.RequesterAgentName)
 	d.str("requesterSessionId", p.RequesterSessionID)
 	d.str("source", source)

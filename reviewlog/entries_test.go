@@ -67,6 +67,9 @@ func deciders(f facts) []json.Marshaler {
 func entryCases(f facts, by json.Marshaler) []entryCase {
 	id, path, resp, agent, rsid, target := f("id"), f("path"), f("responsePath"), f("agent"), f("requester"), f("target")
 	parties := Parties{RequesterAgentName: agent, RequesterSessionID: rsid, TargetSessionID: target}
+	digest := f("digest")
+	digested := parties
+	digested.RequestSHA256 = digest
 	served := func(extra map[string]any) map[string]any {
 		m := map[string]any{"requestId": id, "source": "primary", "requesterAgentName": agent, "requesterSessionId": rsid, "targetSessionId": target, "requestPath": path}
 		for k, v := range extra {
@@ -120,6 +123,8 @@ func entryCases(f facts, by json.Marshaler) []entryCase {
 		{"chain_resolved_nil", ChainResolvedEntry{RequestID: id}, map[string]any{"requestId": id, "links": []string(nil)}},
 		{"chain_resolved_shadows", ChainResolvedEntry{RequestID: id, Links: []string{f("link"), "b"}, ShadowLinks: []string{f("shadow")}},
 			map[string]any{"requestId": id, "links": []string{f("link"), "b"}, "shadowLinks": []string{f("shadow")}}},
+		{"chain_delegated", ChainDelegatedEntry{RequestID: id, Links: []string{f("link"), "b"}}, map[string]any{"requestId": id, "links": []string{f("link"), "b"}}},
+		{"chain_delegated_none", ChainDelegatedEntry{RequestID: id, Links: []string{}}, map[string]any{"requestId": id, "links": []string{}}},
 		{"link_verdict", LinkVerdictEntry{RequestID: id, Name: f("link"), Verdict: "defer", LatencyMs: 12.345},
 			map[string]any{"requestId": id, "name": f("link"), "verdict": "defer", "reason": nil, "latencyMs": 12.345}},
 		{"link_verdict_capped", LinkVerdictEntry{RequestID: id, Name: f("link"), Verdict: "defer", LatencyMs: 0.001, Capped: true, LinkVerdict: "allow"},
@@ -142,6 +147,28 @@ func entryCases(f facts, by json.Marshaler) []entryCase {
 		{"error_files", ForwardingErrorEntry{Message: f("message"), RequestID: Str(id), RequestPath: path, ResponsePath: resp, Journal: f("journal"), Stack: f("stack"), Error: fail},
 			map[string]any{"requestId": id, "message": f("message"), "requestPath": path, "responsePath": resp, "journal": f("journal"), "stack": f("stack"), "error": fail.Error()}},
 		{"error_bare", ForwardingErrorEntry{Message: f("message")}, map[string]any{"message": f("message")}},
+
+		// With the request's digest, where the writer knows it.
+		{"auto_approved_digest", ForwardedAutoApprovedEntry{RequestID: id, Parties: digested, RequestPath: path, DecidedBy: by}, served(map[string]any{"decidedBy": byAny, "requestSha256": digest})},
+		{"prompted_digest", ForwardedPromptedEntry{RequestID: id, Parties: digested, RequestPath: path}, served(map[string]any{"requestSha256": digest})},
+		{"approved_digest", ForwardedApprovedEntry{RequestID: id, Parties: digested, ResponsePath: resp, Resolution: "approved", DecidedBy: by},
+			map[string]any{"requestId": id, "requestSha256": digest, "source": "primary", "requesterAgentName": agent, "requesterSessionId": rsid, "targetSessionId": target, "responsePath": resp, "approved": true, "resolution": "approved", "denialReason": nil, "decidedBy": byAny}},
+		// Which terminal answered: courier's own key beside the union's decidedBy.
+		{"approved_terminal", ForwardedApprovedEntry{RequestID: id, Parties: parties, ResponsePath: resp, Resolution: "approved", DecidedBy: by, Terminal: "tty"},
+			map[string]any{"requestId": id, "source": "primary", "requesterAgentName": agent, "requesterSessionId": rsid, "targetSessionId": target, "responsePath": resp, "approved": true, "resolution": "approved", "denialReason": nil, "decidedBy": byAny, "terminal": "tty"}},
+		{"session_recorded_digest", ForwardedSessionRecordedEntry{RequestID: id, Parties: digested, RequestPath: path, Grants: grants}, served(map[string]any{"grants": grants, "requestSha256": digest})},
+		{"warning_served_digest", ForwardingWarningEntry{Message: f("message"), RequestID: Str(id), Parties: &digested, RequestPath: path},
+			served(map[string]any{"message": f("message"), "requestSha256": digest})},
+		{"request_created_digest", ForwardedRequestCreatedEntry{RequestID: id, RequestSHA256: digest, RequesterAgentName: agent, RequesterSessionID: rsid, TargetSessionID: target, RequestPath: path, ResponsePath: resp},
+			map[string]any{"requestId": id, "requestSha256": digest, "requesterAgentName": agent, "requesterSessionId": rsid, "targetSessionId": target, "requestPath": path, "responsePath": resp}},
+		{"response_received_digest", ForwardedResponseReceivedEntry{RequestID: id, RequestSHA256: digest, TargetSessionID: target, ResponsePath: resp, Approved: true, State: f("state"), ResponderSessionID: f("responder"), DecidedBy: by},
+			map[string]any{"requestId": id, "requestSha256": digest, "approved": true, "state": f("state"), "denialReason": nil, "responderSessionId": f("responder"), "targetSessionId": target, "responsePath": resp, "decidedBy": byAny}},
+		{"response_unreadable_digest", ForwardedResponseReceivedEntry{RequestID: id, RequestSHA256: digest, TargetSessionID: target, ResponsePath: resp, Error: fail},
+			map[string]any{"requestId": id, "requestSha256": digest, "approved": nil, "state": nil, "denialReason": nil, "responderSessionId": nil, "targetSessionId": target, "responsePath": resp, "error": fail.Error()}},
+		{"no_serving_session_digest", ForwardedNoServingSessionEntry{RequestID: id, RequestSHA256: digest, RequesterSessionID: rsid, TargetSessionID: target, ServingChannel: "heartbeat", ServingState: f("state"), ServingSessionIDs: []string{}, DecidedBy: by},
+			map[string]any{"requestId": id, "requestSha256": digest, "requesterSessionId": rsid, "targetSessionId": target, "servingChannel": "heartbeat", "servingState": f("state"), "servingSessionIds": []string{}, "approved": false, "decidedBy": byAny}},
+		{"response_timed_out_digest", ForwardedResponseTimedOutEntry{RequestID: id, RequestSHA256: digest, RequesterAgentName: agent, TargetSessionID: target, ResponsePath: resp, DecidedBy: by},
+			map[string]any{"requestId": id, "requestSha256": digest, "requesterAgentName": agent, "targetSessionId": target, "responsePath": resp, "approved": false, "decidedBy": byAny}},
 	}
 }
 
@@ -233,7 +260,7 @@ var eventsWithEntries = []string{
 	ForwardedSessionReloaded, ForwardedServingStarted, ForwardedServingStopped, ForwardedAutoApproved,
 	ForwardedAutoDenied, ForwardedPrompted, ForwardedApproved, ForwardedDenied, ForwardedRequesterGone,
 	ForwardedSessionRecorded, ForwardingWarning, ForwardingError, RequestApproved, RequestDenied,
-	RequestSessionApproved, ChainResolved, LinkShadow, LinkVerdict, LinkDisabled,
+	RequestSessionApproved, ChainResolved, ChainDelegated, LinkShadow, LinkVerdict, LinkDisabled,
 }
 
 // TestEntryKeysAreNotSensitive holds Emit's premise: no key an entry

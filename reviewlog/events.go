@@ -35,10 +35,11 @@ const (
 	RequestDenied          = "permission_request.denied"           // [RequestDeniedEntry]
 	RequestSessionApproved = "permission_request.session_approved" // [RequestSessionApprovedEntry]
 
-	ChainResolved = "authorizer_chain_resolved" // [ChainResolvedEntry]
-	LinkShadow    = "authorizer_link.shadow"    // [LinkShadowEntry]
-	LinkVerdict   = "authorizer_link.verdict"   // [LinkVerdictEntry]
-	LinkDisabled  = "authorizer_link.disabled"  // [LinkDisabledEntry]
+	ChainResolved  = "authorizer_chain_resolved"  // [ChainResolvedEntry]
+	ChainDelegated = "authorizer_chain_delegated" // [ChainDelegatedEntry]
+	LinkShadow     = "authorizer_link.shadow"     // [LinkShadowEntry]
+	LinkVerdict    = "authorizer_link.verdict"    // [LinkVerdictEntry]
+	LinkDisabled   = "authorizer_link.disabled"   // [LinkDisabledEntry]
 )
 
 // pi's events that courier does not write.
@@ -73,10 +74,6 @@ const (
 	// decidedBy {kind:"gate_error"}.
 	RequestGateError = "permission_request.gate_error"
 
-	// ChainDelegated is written by a relaying node, which runs no links of
-	// its own. Details: requestId, links.
-	ChainDelegated = "authorizer_chain_delegated"
-
 	// ChainUnregisteredLink is written when a configured link is not
 	// available and is skipped, failing safe. Details: requestId, name.
 	ChainUnregisteredLink = "authorizer_chain_unregistered_link"
@@ -92,6 +89,12 @@ const (
 	// KeyRequestID joins the entries of one ask across nodes: the forwarded
 	// request adopts the child's id.
 	KeyRequestID = "requestId"
+
+	// KeyRequestSHA256 holds the digest of the request file's bytes
+	// (wire.RequestDigest, the response binding's requestSha256) where
+	// the writer knows it: with KeyRequestID it tells apart two asks that
+	// used one id.
+	KeyRequestSHA256 = "requestSha256"
 
 	// KeyDecidedBy holds the provenance union of a terminal entry.
 	KeyDecidedBy = "decidedBy"

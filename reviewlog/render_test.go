@@ -146,7 +146,7 @@ func renderCases() []struct {
 		{"channel", make(chan int), false},
 		{"cycle", cyclic, false},
 		{"deep", deep, false},
-		{"user", provenance.User{Via: provenance.ViaTerminal}, true},
+		{"user", provenance.User{Via: provenance.ViaDialog}, true},
 		{"authorizer", provenance.Authorizer{Name: "model-judge", Verdict: provenance.VerdictAllow}, true},
 		{"authorizer reason", provenance.Authorizer{Name: "j", Verdict: provenance.VerdictDeny, Reason: provenance.Str("\"quoted\"\n<b>é\u2028 bad \xff\t\x01")}, true},
 		{"authorizer long reason", provenance.Authorizer{Name: "j", Verdict: provenance.VerdictDeny, Reason: &longReason}, true},

@@ -59,6 +59,11 @@
 // every decision's hot path. Call [Log.Sync] where durability matters (at
 // shutdown).
 //
+// A log from [Open] is rotated at a size cap ([DefaultMaxBytes], or
+// [WithMaxBytes]): renamed to <path>.1, replacing the rotation before, so
+// that a flood cannot fill the disk; writers in other processes follow the
+// rotation on their next line (rotate.go).
+//
 // A write error is returned to the caller of [Log.Emit] or [Log.Write]
 // rather than going to zerolog's global error handler, so a broker can
 // notice that its audit trail stopped. After a write that failed part-way, the next line starts
@@ -122,8 +127,10 @@ type Log struct {
 	out    io.Writer // the file; a plain writer only in tests
 	file   *os.File  // nil when out is not a file
 	err    error     // the error of the line being written now
+	rotErr error     // why the log could not be rotated before that line
 	torn   bool      // the previous line was written only in part
 	closed bool
+	rot    rotation // the size cap (rotate.go)
 }
 
 // Option configures Open.
@@ -133,6 +140,7 @@ type config struct {
 	width     int
 	extension string
 	now       func() time.Time
+	maxBytes  int64
 }
 
 // WithFieldWidth sets the width cap, in runes, for every string value. It
@@ -155,7 +163,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 func buildConfig(opts []Option) (config, error) {
-	c := config{width: DefaultFieldWidth, extension: DefaultExtension, now: time.Now}
+	c := config{width: DefaultFieldWidth, extension: DefaultExtension, now: time.Now, maxBytes: DefaultMaxBytes}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -168,11 +176,15 @@ func buildConfig(opts []Option) (config, error) {
 	if c.now == nil {
 		return c, errors.New("reviewlog: clock is nil")
 	}
+	if c.maxBytes < 0 {
+		return c, fmt.Errorf("reviewlog: size cap %d: must be 0 (never rotate) or more", c.maxBytes)
+	}
 	return c, nil
 }
 
 // Open opens the review log at path for appending, creating it 0600 and any
-// missing parent directories 0700.
+// missing parent directories 0700. The log is rotated at [DefaultMaxBytes]
+// unless [WithMaxBytes] says otherwise (rotate.go).
 //
 // Like pi's restrictExistingPathToOwner, Open also tightens what an older
 // writer left looser: an existing log file is narrowed to 0600, and the log's
@@ -204,7 +216,14 @@ func Open(path string, opts ...Option) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("reviewlog: %w", err)
 	}
-	return newLog(f, f, c), nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("reviewlog: %s: %w", path, err)
+	}
+	l := newLog(f, f, c)
+	l.rot = rotation{path: path, max: c.maxBytes, fi: fi}
+	return l, nil
 }
 
 // restrictFile narrows an existing log to 0600 through the open descriptor,
@@ -244,6 +263,7 @@ func newLog(out io.Writer, file *os.File, c config) *Log {
 type lineWriter Log
 
 func (w *lineWriter) Write(p []byte) (int, error) {
+	w.rotErr = (*Log)(w).beforeLine(len(p))
 	line := p
 	if w.torn {
 		line = append([]byte{'\n'}, p...)
@@ -308,11 +328,15 @@ func (l *Log) writeLine(event string, r *renderer) error {
 	for _, f := range r.fields {
 		e.RawJSON(f.key, r.buf[f.start:f.end])
 	}
-	l.err = nil
+	l.err, l.rotErr = nil, nil
 	e.Send()
 	if err := l.err; err != nil {
 		l.err = nil
 		return fmt.Errorf("reviewlog: write %s: %w", event, err)
+	}
+	if err := l.rotErr; err != nil {
+		l.rotErr = nil
+		return fmt.Errorf("reviewlog: %s written, but the log was not rotated: %w", event, err)
 	}
 	return nil
 }
