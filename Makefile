@@ -141,6 +141,8 @@ demo: build
 ## stderr, the table on stdout (its last line is the headline), the same
 ## figures as JSON in BENCH_OUT. See BENCHMARKS.md and `go doc ./internal/bench`.
 ## The Go micro-benchmarks: go test -run '^$' -bench . -benchmem ./rules ./mailbox ./provenance
+## Some scenarios only, e.g. issue 14's floods (tmpfs):
+##   make bench BENCH_FLAGS="--only flood,floodtty --disk="
 BENCH_OUT ?= $(BIN)/bench-results.json
 BENCH_FLAGS ?=
 .PHONY: bench

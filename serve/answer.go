@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
@@ -38,6 +39,10 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	if d.State == decision.StateApprovedForServingSession {
 		b.recordWholeSession(req, path, d)
 	}
+	var asked reviewlog.Asked
+	if b.Log != nil { // splitting a bash line again is for the log alone
+		asked = askedOf(&req)
+	}
 	resp := d.Response(b.Session, b.now().UnixMilli()).Bind(req.ID, digest)
 	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
 	data, err := wire.EncodeResponse(resp)
@@ -50,7 +55,7 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 		b.mu.Lock()
 		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
 		b.mu.Unlock()
-		b.logRuled(ruled, req, path, d)
+		b.logRuled(ruled, req, path, digest, d, asked)
 		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to write forwarded permission response", ResponsePath: respPath, Error: err})
 		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
 		return retry
@@ -61,11 +66,15 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	b.answered[req.ID] = at
 	b.answeredOrder = append(b.answeredOrder, answeredAt{req.ID, at})
 	b.mu.Unlock()
+	if t, ok := b.Terminal.(Tally); ok {
+		t.Counted(d.DecidedBy)
+	}
 	removed := b.remove(path)
-	b.logRuled(ruled, req, path, d)
+	b.logRuled(ruled, req, path, digest, d, asked)
 	e := reviewlog.ForwardedApprovedEntry{
-		RequestID: req.ID, Parties: parties(&req), ResponsePath: respPath,
-		Resolution: string(d.State), DenialReason: d.DenialReason, DecidedBy: d.DecidedBy,
+		RequestID: req.ID, Parties: partiesOf(&req, digest), ResponsePath: respPath,
+		Resolution: string(d.State), DenialReason: d.DenialReason, DecidedBy: d.DecidedBy, Terminal: d.Terminal,
+		Asked: asked,
 	}
 	if d.Approved() {
 		b.log(e)
@@ -76,11 +85,11 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 }
 
 // logRuled writes the recorded authority's review entry, when it decided.
-func (b *Broker) logRuled(ruled bool, req wire.Request, path string, d decision.Decision) {
+func (b *Broker) logRuled(ruled bool, req wire.Request, path, digest string, d decision.Decision, asked reviewlog.Asked) {
 	if !ruled {
 		return
 	}
-	e := reviewlog.ForwardedAutoApprovedEntry{RequestID: req.ID, Parties: parties(&req), RequestPath: path, DecidedBy: d.DecidedBy}
+	e := reviewlog.ForwardedAutoApprovedEntry{RequestID: req.ID, Parties: partiesOf(&req, digest), RequestPath: path, DecidedBy: d.DecidedBy, Asked: asked}
 	if d.Approved() {
 		b.log(e)
 	} else {
@@ -89,14 +98,11 @@ func (b *Broker) logRuled(ruled bool, req wire.Request, path string, d decision.
 }
 
 // recordWholeSession records the grants the operator chose (d.Grants), or
-// else the request's suggestion, into the broker's session rules and
-// journals them, so that a restart for the same session id keeps them
-// (docs/decisions/0005-serve-loop.md).
+// else the request's suggestion, as admitted again now (grantsToRecord),
+// into the broker's session rules and journals them, so that a restart
+// for the same session id keeps them (docs/decisions/0005-serve-loop.md).
 func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.Decision) {
-	chosen := d.Grants
-	if chosen == nil && req.SessionApproval != nil {
-		chosen = req.SessionApproval.Grants
-	}
+	chosen := b.grantsToRecord(&req, d)
 	if len(chosen) == 0 {
 		return
 	}
@@ -117,10 +123,56 @@ func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.De
 		return
 	}
 	if b.Journal != nil {
-		if err := b.Journal.Save(sessions); err != nil {
+		if err := b.Journal.Save(sessions, grants.AskedFor(req, d, b.now())); err != nil {
 			b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to journal session grants", Error: err})
 			b.report(err)
 		}
 	}
 	b.log(reviewlog.ForwardedSessionRecordedEntry{RequestID: req.ID, Parties: parties(&req), RequestPath: path, Grants: loggedGrants(recorded)})
+}
+
+// admittedGrants are the child's suggested grants that "yes, for the
+// whole session" may offer for req (rules.Policy.AdmitGrants); the ones
+// dropped are logged, as one entry (logDropped).
+func (b *Broker) admittedGrants(req *wire.Request) []wire.SuggestedGrant {
+	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
+		return nil
+	}
+	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(req), req.SessionApproval.Grants)
+	b.logDropped(req, "not offered for the whole session", len(req.SessionApproval.Grants)-len(admitted), dropped)
+	return admitted
+}
+
+// grantsToRecord is what a whole-session answer records, admitted again
+// at answer time (the policy may have changed since the ask was shown):
+// the grants the operator typed at the prompt (d.Grants), which need only
+// cover a value that was asked, since the operator chose their width and
+// saw them; or else the child's suggestions, which must pass admission as
+// they did for the prompt. Nothing else is ever recorded; the grants
+// dropped are logged, as one entry.
+func (b *Broker) grantsToRecord(req *wire.Request, d decision.Decision) []wire.SuggestedGrant {
+	if d.Grants != nil {
+		admitted, dropped := b.Policy.AdmitOperatorGrants(admissionQuery(req), d.Grants)
+		b.logDropped(req, "not recorded for the whole session", len(d.Grants)-len(admitted), dropped)
+		return admitted
+	}
+	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
+		return nil
+	}
+	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(req), req.SessionApproval.Grants)
+	b.logDropped(req, "not recorded for the whole session", len(req.SessionApproval.Grants)-len(admitted), dropped)
+	return admitted
+}
+
+// admissionQuery is what req asked, for grant admission: its access
+// facts, or for a request without them (a pi 20.x child) its display
+// surface and value, which are what the operator was shown.
+func admissionQuery(req *wire.Request) rules.Query {
+	if req.AccessIntent != nil {
+		return rules.QueryFromIntent(req.AccessIntent)
+	}
+	if req.Surface == "" || req.Value == "" {
+		return rules.Query{}
+	}
+	return rules.Query{Surface: req.Surface, MatchValues: []string{req.Value}}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed6639df8c/courier/grants"
@@ -51,6 +53,9 @@ var (
 	errSessionEnded  = errors.New("the session ended")
 	errRequesterGone = errors.New("the requester gave up")
 	errPromptTimeout = errors.New("prompt timeout")
+	// errForwardingTimeout: the request is older than the forwarding
+	// timeout, held at the terminal or not.
+	errForwardingTimeout = errors.New("past the forwarding timeout")
 )
 
 // Broker serves one session's inbox. Set the fields, then call Run once.
@@ -84,9 +89,21 @@ type Broker struct {
 	// SweepInterval, Workers: 0 means the defaults.
 	SweepInterval time.Duration
 	Workers       int
+	// MaxPendingPerRequester and MaxPending bound the asks waiting for the
+	// chain or the terminal (admitted and not yet answered) from one
+	// requesting session and from all: an ask past either is answered
+	// "unavailable" at once, saying which bound. 0 means the defaults
+	// (DefaultMaxPendingPerRequester, DefaultMaxPending); negative, none.
+	MaxPendingPerRequester, MaxPending int
 	// OnError hears of problems worth an operator's eye (stderr); nil
 	// discards them. They are in the review log too.
 	OnError func(error)
+	// OnNotice hears, as one line, of what the operator should know
+	// about how asks are resolved, though nothing failed: that the rules
+	// were not consulted for a request without access facts (a pi 20.x
+	// child's), said once per run (noticeNoFacts). nil discards it; it
+	// is in the review log too.
+	OnNotice func(string)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -98,6 +115,12 @@ type Broker struct {
 	// ones every ten seconds of an idle broker's life.
 	answeredOrder []answeredAt
 	unwritten     map[string]unwrittenAnswer // decided, but the response write failed
+	// answeredDigest is, for each id in answered, the request bytes it
+	// was answered for (digestKey): a request reusing the id is refused.
+	answeredDigest map[string]uint64
+	// fair holds the work left on each request after it was read, in
+	// turn across requesters (fair.go).
+	fair *fairQueue
 	// registered numbers the in-flight registrations and sweeps the
 	// sweeps, so that a sweep judges only what was registered before it
 	// listed the inbox.
@@ -106,6 +129,9 @@ type Broker struct {
 	// concluded (deciding, or held by the terminal).
 	escalated sync.WaitGroup
 	watcher   *mailbox.Watcher
+	// noFactsNoticed: OnNotice has heard of a request without access
+	// facts, [1] of a bash one, [0] of any other.
+	noFactsNoticed [2]atomic.Bool
 }
 
 func (b *Broker) now() time.Time {
@@ -132,6 +158,37 @@ func (b *Broker) forwardingTimeout() time.Duration {
 		return b.ForwardingTimeout
 	}
 	return rules.DefaultForwardingTimeout
+}
+
+// reasonNoAnswer is pi's reason for a forwarding timeout, which a child
+// gives when its parent did not answer in time: the answer to an ask that
+// was still waiting here then.
+func (b *Broker) reasonNoAnswer() string {
+	secs := strconv.FormatFloat(float64(b.forwardingTimeout().Milliseconds())/1000, 'f', -1, 64)
+	return fmt.Sprintf("Session '%s' did not answer within %ss", b.Session, secs)
+}
+
+func (b *Broker) maxPendingPerRequester() int {
+	if b.MaxPendingPerRequester == 0 {
+		return DefaultMaxPendingPerRequester
+	}
+	return b.MaxPendingPerRequester
+}
+
+func (b *Broker) maxPending() int {
+	if b.MaxPending == 0 {
+		return DefaultMaxPending
+	}
+	return b.MaxPending
+}
+
+// prepare makes the broker's state, as Run does before serving.
+func (b *Broker) prepare() {
+	b.inflight = make(map[string]*pending)
+	b.answered = make(map[string]time.Time)
+	b.answeredDigest = make(map[string]uint64)
+	b.unwritten = make(map[string]unwrittenAnswer)
+	b.fair = newFairQueue()
 }
 
 // Run serves until ctx ends, then answers what is still pending, withdraws
@@ -163,9 +220,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	} else if n > 0 {
 		b.log(reviewlog.ForwardingWarningEntry{Message: fmt.Sprintf("removed %d heartbeat records of dead serving sessions", n)})
 	}
-	b.inflight = make(map[string]*pending)
-	b.answered = make(map[string]time.Time)
-	b.unwritten = make(map[string]unwrittenAnswer)
+	b.prepare()
 
 	// Every response is bound to its request (finish); say so, so that a
 	// courier child refuses an unbound answer planted in our name.
@@ -193,8 +248,10 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	stopWorkers := make(chan struct{})
 	var workersDone sync.WaitGroup
+	waiting, watcherEnded := newNames(), make(chan struct{})
+	workersDone.Go(func() { b.takeAhead(waiting, stopWorkers, watcherEnded) })
 	for range workers {
-		workersDone.Go(func() { b.work(handling, stopWorkers) })
+		workersDone.Go(func() { b.work(handling, waiting, stopWorkers, watcherEnded) })
 	}
 
 	// One timer for the heartbeat, the sweeps and housekeeping: an idle
@@ -232,10 +289,19 @@ func (b *Broker) Run(ctx context.Context) error {
 				publish()
 			}
 			if sweep && stopped == nil {
-				b.watcher.Rescan()
+				sweeps++
+				// The safety rescan lists the whole inbox on the
+				// watcher's goroutine, which handles no event meanwhile:
+				// while names are being delivered (the watch works) it
+				// runs with housekeeping only, so that a flood's backlog
+				// is not listed every second in front of a legitimate
+				// request's event (0014).
+				if !waiting.delivered.Swap(false) || sweeps%housekeepingEvery == 0 {
+					b.watcher.Rescan()
+				}
 				b.sweepInflight()
 				b.reloadJournal()
-				if sweeps++; sweeps%housekeepingEvery == 0 {
+				if sweeps%housekeepingEvery == 0 {
 					b.housekeeping()
 				}
 			}
@@ -243,19 +309,54 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 }
 
-// work is one worker: it handles each request the watcher delivers and
-// tells the watcher what became of it, until stop is closed or the
-// watcher ends.
-func (b *Broker) work(ctx context.Context, stop <-chan struct{}) {
-	for {
+// work is one worker: it reads the requests the watcher delivered
+// (intake) and does the jobs they leave, in turn across requesters, until
+// stop is closed or the watcher ends. Reading comes first while names are
+// waiting, up to intakeBurst of them between two jobs: a flood's files
+// are read as fast as they come, so that a legitimate request is in its
+// requester's queue, and taken in its turn, soon after it arrives.
+//
+// The names come through waiting (takeAhead), not from the watcher's
+// channel: a worker that finished a small file would often find the
+// watcher not yet ready to hand it the next one (a wake-up costs more
+// than reading a small file) and do a job instead, and a flood's jobs
+// would run before the files behind them were even read.
+func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-chan struct{}) {
+	take := func(name string) {
+		b.fair.readOne(time.Now())
+		o, key, j := b.intake(ctx, name)
+		if j != nil {
+			b.fair.push(key, j)
+		}
+		b.release(name, o)
+	}
+	for reads := 0; ; {
 		select {
 		case <-stop:
 			return
-		case name, ok := <-b.watcher.Ready():
-			if !ok {
-				return
+		default:
+		}
+		if reads < intakeBurst {
+			if name, ok := waiting.pop(); ok {
+				take(name)
+				reads++
+				continue
 			}
-			b.release(name, b.handle(ctx, name))
+		}
+		if j, ok := b.fair.take(); ok {
+			j()
+			b.fair.done()
+			reads = 0
+			continue
+		}
+		reads = 0
+		select {
+		case <-stop:
+			return
+		case <-watcherEnded:
+			return
+		case <-waiting.wake:
+		case <-b.fair.kick:
 		}
 	}
 }
@@ -323,7 +424,9 @@ func (b *Broker) shutdown(endHandling context.CancelCauseFunc, stopWorkers chan 
 	for _, w := range withdraw {
 		w()
 	}
-	b.escalated.Wait()
+	// The workers have stopped: what is queued, and the conclusions of
+	// the asks withdrawn, are answered here.
+	b.drain()
 	// What is left on disk was never picked up: answer it too.
 	entries, err := os.ReadDir(requests)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -336,7 +439,32 @@ func (b *Broker) shutdown(endHandling context.CancelCauseFunc, stopWorkers chan 
 			b.release(name, b.handle(ended, name))
 		}
 	}
-	b.escalated.Wait()
+	b.drain()
+}
+
+// runQueued does the queued jobs, one after another, until none is left.
+func (b *Broker) runQueued() {
+	for j, ok := b.fair.take(); ok; j, ok = b.fair.take() {
+		j()
+		b.fair.done()
+	}
+}
+
+// drain does every queued job, and those that concluding escalations
+// queue, until no escalation is left: once the workers have stopped.
+func (b *Broker) drain() {
+	concluded := make(chan struct{})
+	go func() { b.escalated.Wait(); close(concluded) }()
+	for {
+		b.runQueued()
+		select {
+		case <-concluded:
+			// Nothing is escalated any more, so nothing queues a job.
+			b.runQueued()
+			return
+		case <-b.fair.kick:
+		}
+	}
 }
 
 // requestPath is the path of a request file named name.
@@ -358,4 +486,13 @@ func (b *Broker) remove(path string) bool {
 // records it.
 func parties(req *wire.Request) reviewlog.Parties {
 	return reviewlog.Parties{RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID, TargetSessionID: req.TargetSessionID}
+}
+
+// partiesOf is parties with the digest of the request's bytes, for the
+// entries that record a decision: the census joins them by request id and
+// digest, so that an id used again after a restart is another ask.
+func partiesOf(req *wire.Request, digest string) reviewlog.Parties {
+	p := parties(req)
+	p.RequestSHA256 = digest
+	return p
 }

@@ -240,7 +240,7 @@ func TestRulesAnswerWhileTheTerminalIsHeld(t *testing.T) {
 		t.Fatalf("the held ask finished early: %+v", d)
 	default:
 	}
-	term.answer <- decision.Allow(provenance.User{Via: provenance.ViaTerminal})
+	term.answer <- decision.Allow(provenance.User{Via: provenance.ViaDialog})
 	if d := <-held; !d.Approved() {
 		t.Errorf("held ask: %+v", d)
 	}

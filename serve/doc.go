@@ -14,23 +14,31 @@
 //
 // # Concurrency
 //
-// A few workers read requests and answer those the rules decide, the
-// response first and the review entries after it. An ask for the chain or
-// the terminal leaves its worker for a goroutine of its own, so a human
-// deliberating or a slow plugin never delays a rule-resolved answer to
-// another child. A terminal that is a Holder (the operator's prompt) keeps
-// the asks it is given in its own queue: the goroutine ends once the ask
-// is handed over, and the answer is written on a fresh one, so thousands of
-// asks waiting for a human cost no goroutine each. A request is never
-// handled twice at once (the watcher hands a name to one consumer), never
-// answered twice (this broker's own answer on disk, bound to the same
-// request bytes, or an in-memory answer short-circuits; a terminal's
-// second answer is ignored), and a decision whose response could not be
-// written is kept and rewritten on the next attempt rather than resolved
-// again.
+// A few workers read requests in arrival order and decide what the rules
+// decide; what costs after that (writing the response, removing the
+// request, the review entries, escalating an ask) waits in a queue per
+// requesting session and is done in turn across them, so that a flood
+// from one subagent never starves another. Reading comes first while files
+// are waiting. An ask for the chain or the terminal leaves its worker for
+// a goroutine of its own, so a human deliberating or a slow plugin never
+// delays a rule-resolved answer to another child; the asks waiting there
+// are bounded per requesting session and in all, and one past a bound is
+// answered "unavailable" at once, saying which. A terminal that is a
+// Holder (the operator's prompt) keeps the asks it is given in its own
+// queue: the goroutine ends once the ask is handed over, and the broker
+// keeps only what answering needs, not the request's message or payload,
+// so thousands of asks waiting for a human cost no goroutine and no
+// payload each. A request older than the forwarding timeout is answered
+// that nobody answered in time, held or not. A request is never handled
+// twice at once (the watcher hands a name to one consumer), never answered
+// twice (this broker's own answer on disk, bound to the same request
+// bytes, or an in-memory answer short-circuits; a terminal's second answer
+// is ignored; a different request reusing an answered id is refused at
+// once), and a decision whose response could not be written is kept and
+// rewritten on the next attempt rather than resolved again.
 //
-// docs/decisions/0005-serve-loop.md and 0008-held-asks.md say why the
-// loop is shaped so.
+// docs/decisions/0005-serve-loop.md, 0008-held-asks.md and
+// 0014-fair-share-and-bounds.md say why the loop is shaped so.
 //
 // # Bound answers
 //

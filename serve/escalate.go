@@ -11,7 +11,6 @@ import (
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
-	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -25,6 +24,8 @@ type escalation struct {
 	ctx          context.Context
 	ask          Ask
 	name, digest string
+	// key is whose turn its jobs take, and whose bound it counts in.
+	key string
 	// timer is the prompt timeout's, if there is one.
 	timer *time.Timer
 	// concluded makes a terminal's second answer a no-op.
@@ -36,11 +37,11 @@ func (x *escalation) req() *wire.Request { return &x.ask.Request }
 // escalate runs the chain, then the terminal, for an ask the rules did
 // not decide, on a goroutine of its own. A terminal that is a Holder
 // keeps the ask without it: the goroutine ends once the ask is handed
-// over, and the ask is concluded on a fresh goroutine when the terminal
-// calls back (docs/decisions/0008-held-asks.md).
+// over (docs/decisions/0008-held-asks.md). The answer is written in the
+// requester's turn (concludeLater).
 func (b *Broker) escalate(x *escalation) {
 	if d, decided := b.consult(x); decided {
-		b.conclude(x, d)
+		b.concludeLater(x, d)
 		return
 	}
 	if b.PromptTimeout > 0 {
@@ -57,12 +58,12 @@ func (b *Broker) escalate(x *escalation) {
 		return
 	}
 	d := b.decide(x)
-	b.conclude(x, d)
+	b.concludeLater(x, d)
 }
 
 // consult logs the ask as prompted and runs the chain. It returns the
 // chain's decision, or decided false when every link deferred; x.ask then
-// has the rules' resolution for the terminal.
+// has the rules' resolution and the admitted grants for the terminal.
 func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	req := x.req()
 	defer func() {
@@ -73,15 +74,14 @@ func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	if context.Cause(x.ctx) != nil {
 		return decision.NobodyAnswered(ReasonSessionEnded), true
 	}
-	if req.AccessIntent != nil {
-		x.ask.Resolution = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
-	}
-	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: parties(req), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor})
+	x.ask.Resolution = b.askResolution(req)
+	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: parties(req), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor, Asked: askedOf(req)})
 	if b.Chain != nil {
 		if d, ok := b.Chain.Resolve(x.ctx, *req); ok {
 			return d, true
 		}
 	}
+	x.ask.Grants = b.admittedGrants(req)
 	return decision.Decision{}, false
 }
 
@@ -97,14 +97,22 @@ func (b *Broker) decide(x *escalation) (d decision.Decision) {
 
 // hold hands the ask to a Holder and keeps its withdrawal with the
 // request, where the sweep, the prompt timeout and shutdown find it. The
-// answer is concluded on a goroutine of its own, never on the terminal's,
-// and only the first counts.
+// answer is concluded in the requester's turn, never on the terminal's
+// goroutine, and only the first counts.
+//
+// The terminal gets the whole ask, its own copy; the broker keeps only
+// what answering needs (slim): thousands of held asks then cost the
+// broker no payload each, whatever the terminal keeps.
 func (b *Broker) hold(h Holder, x *escalation) {
 	done := func(d decision.Decision) {
 		if x.concluded.CompareAndSwap(false, true) {
-			go b.conclude(x, d)
+			b.concludeLater(x, d)
 		}
 	}
+	// Slimmed before Hold: done may be called, and the ask concluded on
+	// another goroutine, before Hold returns.
+	held := x.ask
+	x.ask.Request = slim(x.ask.Request)
 	var withdraw func(error)
 	func() {
 		defer func() {
@@ -112,7 +120,7 @@ func (b *Broker) hold(h Holder, x *escalation) {
 				done(b.failed(x.req(), r))
 			}
 		}()
-		withdraw = h.Hold(&x.ask, done)
+		withdraw = h.Hold(&held, done)
 	}()
 	if withdraw == nil {
 		return
@@ -156,13 +164,14 @@ func (b *Broker) failed(req *wire.Request, r any) decision.Decision {
 // conclude answers an escalated ask with d, unless its child gave up, ends
 // its escalation and tells the watcher what became of the request file.
 // An ask that ended unanswered is answered for what ended it: the
-// session, or the prompt timeout.
+// session, the prompt timeout or the forwarding timeout.
 func (b *Broker) conclude(x *escalation, d decision.Decision) {
 	defer b.escalated.Done()
 	if x.timer != nil {
 		x.timer.Stop()
 	}
 	b.release(x.name, b.answerEscalated(x, d))
+	b.fair.conclude(x.key)
 }
 
 // answerEscalated is conclude's answer, and its outcome.
@@ -177,6 +186,8 @@ func (b *Broker) answerEscalated(x *escalation, d decision.Decision) outcome {
 		d = decision.NobodyAnswered(ReasonSessionEnded)
 	case errors.Is(cause, errPromptTimeout):
 		d = decision.NobodyAnswered(fmt.Sprintf("Nobody answered the prompt within %s", b.PromptTimeout))
+	case errors.Is(cause, errForwardingTimeout):
+		d = decision.NobodyAnswered(b.reasonNoAnswer())
 	}
-	return b.finish(*req, path, d, x.digest, false)
+	return b.answer(*req, path, d, x.digest, false)
 }

@@ -10,9 +10,7 @@ import (
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
-	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
-	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -33,14 +31,15 @@ const (
 	// answered but could not be removed (a read-only or failing mailbox),
 	// so that it is not left in the inbox for the broker's life.
 	retry
-	// escalated: the ask left for the chain and the terminal; conclude
-	// releases the file once it is answered.
-	escalated
+	// queued: a job waits for the requester's turn (fair.go) and
+	// releases the file when it is done; an ask it escalates is released
+	// once it is concluded.
+	queued
 )
 
 // release tells the watcher what became of the request file name: done
-// with it (answered, dropped), or to deliver it again (retry). An
-// escalated request is released later, by conclude.
+// with it (answered, dropped), or to deliver it again (retry). A queued
+// request is released later, by its job.
 func (b *Broker) release(name string, o outcome) {
 	switch o {
 	case answered, dropped:
@@ -59,14 +58,28 @@ func afterRemoval(removed bool, o outcome) outcome {
 	return o
 }
 
-// handle takes one request file from read to answer, or hands it to an
-// escalation goroutine, and says what became of the file. It never
+// handle takes one request file from read to answer at once, without
+// waiting for its turn: shutdown's last pass over the inbox. It never
 // panics: a failure to decide is a gate_error denial.
 func (b *Broker) handle(ctx context.Context, name string) outcome {
+	o, _, j := b.intake(ctx, name)
+	if j != nil {
+		j()
+	}
+	return o
+}
+
+// intake reads one request file, decides what it needs, and returns the
+// job that does what is left (answering, escalating), with whose turn it
+// takes (a requester key), or what became of the file when nothing is
+// left to do. Reading, checking and deciding by the rules are cheap and
+// done in arrival order; the job waits for its requester's turn (fair.go).
+// A job releases the request file itself: the outcome is then queued.
+func (b *Broker) intake(ctx context.Context, name string) (outcome, string, job) {
 	path := b.requestPath(name)
 	id, err := mailbox.RequestIDFromName(name)
 	if err != nil {
-		return b.reject(path, "its name is not <id>.json", err)
+		return b.reject(path, "its name is not <id>.json", err), "", nil
 	}
 	b.mu.Lock()
 	u, unwritten := b.unwritten[id]
@@ -76,20 +89,20 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 	if busy {
 		// Delivered again while still in flight (rewritten in place):
 		// the running handler owns it.
-		return dropped
+		return dropped, "", nil
 	}
 
 	data, err := mailbox.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return dropped
+		return dropped, "", nil
 	case isUnsafe(err):
-		return b.reject(path, "not a plain file this broker may read", err)
+		return b.reject(path, "not a plain file this broker may read", err), "", nil
 	case err != nil:
 		// EACCES, EMFILE...: keep the request and try again on a rescan.
 		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
 		b.report(err)
-		return retry
+		return retry, "", nil
 	}
 	req, fieldErrs, err := wire.DecodeRequest(data)
 	if err != nil {
@@ -97,45 +110,61 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 			// A writer that does not rename into place (not pi, not
 			// courier) may still be writing: look again on the next
 			// event or rescan rather than throw its request away.
-			return retry
+			return retry, "", nil
 		}
-		return b.reject(path, "malformed", err)
+		return b.reject(path, "malformed", err), "", nil
 	}
 	if req.ID != id {
-		return b.reject(path, fmt.Sprintf("its id %q does not match its file name", req.ID), nil)
+		return b.reject(path, fmt.Sprintf("its id %q does not match its file name", req.ID), nil), "", nil
 	}
 	if target, err := mailbox.NormalizeSessionID(req.TargetSessionID); err != nil || target != b.Session {
-		return b.reject(path, fmt.Sprintf("it targets session %q, not this session %q", req.TargetSessionID, b.Session), nil)
+		return b.reject(path, fmt.Sprintf("it targets session %q, not this session %q", req.TargetSessionID, b.Session), nil), "", nil
 	}
 	for _, d := range fieldErrs {
 		b.log(reviewlog.ForwardingWarningEntry{RequestID: reviewlog.Str(req.ID), Message: "dropped a malformed optional field", Error: d})
 	}
-	if unwritten {
-		return b.finish(req, path, u.d, u.digest, false)
-	}
+	// From here on only req and digest are needed of the file: its bytes
+	// (up to a megabyte) are kept by nothing that waits.
 	digest := wire.RequestDigest(data)
-	if answeredBefore || b.answeredOnDisk(req, path, digest) {
-		// Answered before (this run, or by a broker that died before it
-		// removed the request): never answer twice.
-		return afterRemoval(b.remove(path), dropped)
+	key := requesterKey(&req)
+	if unwritten {
+		// The kept decision may record a whole-session grant again:
+		// what that needs is kept (slim, not compact).
+		return queued, key, b.answerJob(name, slim(req), u.d, u.digest, false)
+	}
+	if answeredBefore {
+		if b.answeredWith(id, digest) {
+			// The same request delivered again: never answer twice.
+			return afterRemoval(b.remove(path), dropped), "", nil
+		}
+		return b.reused(req, name, digest)
+	}
+	if b.answeredOnDisk(req, path, digest) {
+		// Answered by a broker that died before it removed the request.
+		return afterRemoval(b.remove(path), dropped), "", nil
 	}
 	if why := b.orphaned(req); why != "" {
 		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: req.ID, RequestPath: path, Reason: why})
 		b.remove(path)
-		return dropped
+		return dropped, "", nil
 	}
 
-	reqCtx := b.register(ctx, req, name)
 	if context.Cause(ctx) == nil {
 		if d, decided := b.recordedAuthority(req); decided {
 			// The response first: the review entry that says the rules
 			// decided is written after it, off the child's wait.
-			return b.finish(req, path, d, digest, true)
+			return queued, key, b.answerJob(name, compact(req), d, digest, true)
 		}
+		if why, first := b.fair.admit(key, b.maxPendingPerRequester(), b.maxPending()); why != "" {
+			return queued, key, b.refuseJob(name, req, digest, why, first)
+		}
+	} else {
+		// Shutdown's last pass: the escalation job answers for what
+		// ended; it still counts until it does.
+		b.fair.admit(key, 0, 0)
 	}
-	b.escalated.Add(1)
-	go b.escalate(&escalation{ctx: reqCtx, ask: Ask{Request: req}, name: name, digest: digest})
-	return escalated
+	reqCtx := b.register(ctx, req, name)
+	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: req}, name: name, digest: digest, key: key})
 }
 
 // reject logs a request file that cannot be served and removes it.
@@ -214,31 +243,9 @@ func (b *Broker) orphaned(req wire.Request) string {
 
 // recordedAuthority is the first step of resolution (see the package
 // doc): the rules and session grants, only for a request that carries the
-// child-fixed facts.
+// child-fixed facts or, with LegacyBashDisplayMatch, a bash display value
+// (RecordedAuthority, which broker check --request shares).
 func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, bool) {
-	var (
-		rd rules.Resolution
-		by func() provenance.Source
-	)
-	switch {
-	case req.AccessIntent != nil:
-		rd = b.Policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
-		by = rd.DecidedBy
-	case b.LegacyBashDisplayMatch && req.Surface == "bash" && req.Value != "":
-		// The display value is what a 20.x child shows, not facts it
-		// fixed: say so in the provenance.
-		rd = b.Policy.Resolve(rules.Query{Surface: "bash", MatchValues: []string{req.Value}})
-		by = func() provenance.Source {
-			return provenance.Rule{Surface: "bash", Pattern: rd.Pattern, Origin: provenance.Str(DisplayValueOrigin + "/" + string(rd.Origin))}
-		}
-	default:
-		return decision.Decision{}, false
-	}
-	switch rd.Action {
-	case rules.Allow:
-		return decision.Allow(by()), true
-	case rules.Deny:
-		return decision.Deny(rd.Reason, by()), true
-	}
-	return decision.Decision{}, false
+	_, d, decided := RecordedAuthority(b.Policy, &req, b.LegacyBashDisplayMatch)
+	return d, decided
 }

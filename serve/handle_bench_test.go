@@ -94,9 +94,7 @@ func benchBroker(b *testing.B, layout mailbox.Layout, logged bool) *Broker {
 		b.Cleanup(func() { l.Close() })
 		br.Log = l
 	}
-	br.inflight = make(map[string]*pending)
-	br.answered = make(map[string]time.Time)
-	br.unwritten = make(map[string]unwrittenAnswer)
+	br.prepare()
 	br.watcher = mailbox.NewWatcher(requests, br.watchOptions())
 	return br
 }

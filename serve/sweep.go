@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -22,6 +23,9 @@ type pending struct {
 	withdraw func(cause error)
 	name     string // the request file's name in requests/
 	pid      int
+	// created is when the child made the request: past the forwarding
+	// timeout, its child no longer waits for the answer.
+	created time.Time
 	// seq is the registration's number; seen is the last sweep whose
 	// listing of the inbox held the request file.
 	seq, seen uint64
@@ -34,7 +38,7 @@ func (b *Broker) register(ctx context.Context, req wire.Request, name string) co
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	b.mu.Lock()
 	b.registered++
-	b.inflight[req.ID] = &pending{cancel: cancel, name: name, pid: req.RequesterPID, seq: b.registered}
+	b.inflight[req.ID] = &pending{cancel: cancel, name: name, pid: req.RequesterPID, created: time.UnixMilli(req.CreatedAt), seq: b.registered}
 	b.mu.Unlock()
 	return reqCtx
 }
@@ -77,8 +81,10 @@ func (b *Broker) endRequest(id string, cause error) {
 
 // sweepInflight cancels the work on requests whose child gave up (the
 // request file is gone) or died (its pid no longer exists; its request is
-// removed). Its cost does not grow with the asks held per child: one
-// listing of the inbox and one kill(pid, 0) per distinct requester.
+// removed), and on requests older than the forwarding timeout, held asks
+// included: they are answered that nobody answered in time. Its cost does
+// not grow with the asks held per child: one listing of the inbox and one
+// kill(pid, 0) per distinct requester.
 func (b *Broker) sweepInflight() {
 	b.mu.Lock()
 	if len(b.inflight) == 0 {
@@ -121,8 +127,11 @@ func (b *Broker) sweepInflight() {
 		}
 	}
 	var withdraw []func()
+	expired := b.now().Add(-b.forwardingTimeout())
 	for id, p := range b.inflight {
 		switch {
+		case p.created.Before(expired):
+			withdraw = p.end(errForwardingTimeout, withdraw)
 		case p.seq > listed:
 		case p.seen != b.sweeps:
 			withdraw = p.end(errRequesterGone, withdraw)
@@ -160,6 +169,7 @@ func (b *Broker) housekeeping() {
 		}
 		if b.answered[a.id].Equal(a.at) {
 			delete(b.answered, a.id)
+			delete(b.answeredDigest, a.id)
 		}
 		n++
 	}

@@ -106,7 +106,7 @@ func TestUnwrittenAnswerOfAGoneRequestIsDropped(t *testing.T) {
 	if err := os.WriteFile(responses, []byte("in the way"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	term.answer <- decision.Allow(provenance.User{Via: provenance.ViaTerminal})
+	term.answer <- decision.Allow(provenance.User{Via: provenance.ViaDialog})
 	unwritten := func() int {
 		f.broker.mu.Lock()
 		defer f.broker.mu.Unlock()

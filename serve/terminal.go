@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
 )
@@ -12,7 +13,17 @@ import (
 type Ask struct {
 	Request wire.Request
 	// Resolution is the recorded authority's answer (an ask), or the zero
-	// Resolution when the request carried no accessIntent (the ask floor).
+	// Resolution (Action "") when the rules were not consulted: the
+	// request carried no access facts (Request.AccessIntent nil, a pi
+	// 20.x child's: NoAccessFacts) and was not matched by its display
+	// value (LegacyBashDisplayMatch, bash only; a request so matched has
+	// AccessIntent nil and a Resolution). For such an ask a terminal
+	// should say why it asks (NoAccessFacts): the operator's rules never
+	// saw it. A whole-session grant recorded for it is consulted only
+	// for asks that carry access facts, never for the next ask of a 20.x
+	// child, which will not carry them either: the terminal should not
+	// offer the whole-session scope for it, or should say what it will
+	// do. (A subagent-scope grant is the child's to record, not ours.)
 	Resolution rules.Resolution
 	// Grants are the whole-session grants "yes, for this session" would
 	// record: the child's suggestions that the broker admitted (each
@@ -52,12 +63,28 @@ const ReasonNoHuman = "No human is available at this broker to answer permission
 // included. withdraw may be called from any goroutine, any number of
 // times, also after done; it must not block.
 //
-// ask is the broker's, shared rather than copied because thousands may be
-// held: the terminal must not modify it, and may keep it until it calls
-// done.
+// ask is the terminal's own copy of the Ask, but what its slices and
+// pointers refer to is shared with the broker: the terminal must not
+// modify that. The broker keeps only what answering needs (not the
+// request's message or payload, which may be a megabyte each), and a
+// terminal must not keep ask, or anything that shares its memory, once
+// Hold returns: it copies out, within bounds, what it shows (the tty
+// prompt keeps about 10 KiB of each; docs/decisions/0013-prompt-fairness.md,
+// docs/decisions/0014-fair-share-and-bounds.md).
 type Holder interface {
 	Terminal
 	Hold(ask *Ask, done func(decision.Decision)) (withdraw func(cause error))
+}
+
+// Tally is a Terminal that counts the broker's decisions, those it did
+// not make included (the tty prompt's "answered" count: the rules', the
+// session grants', the chain's). The broker calls Counted with the
+// decider of every ask it answers, once the answer is written, on the
+// goroutine that wrote it; Counted must not block. A terminal tells its
+// own answers apart by their decider (a user) and counts them itself.
+type Tally interface {
+	Terminal
+	Counted(by provenance.Source)
 }
 
 // Headless is the terminal of a broker with nobody at it (--terminal

@@ -28,6 +28,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if len(os.Args) > 1 && os.Args[1] == bench.FloodWriterCommand {
+		// The flood scenarios' hostile subagent, a process of its own.
+		err := bench.FloodWriter(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "courier-bench: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -43,8 +53,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("cpuprofile-dir", "", "write a CPU profile of the first rule-resolved broker here")
 	quick := fs.Bool("quick", false, "a smoke run with small counts (figures not comparable)")
 	budget := fs.Duration("budget", bench.DefaultBudget, "skip the scenarios not started by then (0: no budget)")
-	only := fs.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(bench.Scenarios, ", "))
+	only := fs.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(bench.Scenarios, ", ")+" ("+strings.Join(bench.OnRequest, " and ")+" run only when named)")
 	selfProfile := fs.String("driver-cpuprofile", "", "write a CPU profile of this driver (the requesters' side) to this file")
+	heldArgs := fs.String("held1mib-broker-args", strings.Join(bench.DefaultHeldMiBArgs, " "), "flags of the broker that holds the asks of about 1 MiB (floodtty), space-separated")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: courier-bench [flags]\n\nStarts real brokers and measures them; see `go doc ./bench`.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -61,7 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := bench.Config{
 		BinDir: *binDir, Counts: bench.DefaultCounts, Progress: stderr, CPUProfileDir: *profile, Budget: *budget,
-		Command: strings.Join(append([]string{"courier-bench"}, args...), " "),
+		Command:     strings.Join(append([]string{"courier-bench"}, args...), " "),
+		HeldMiBArgs: strings.Fields(*heldArgs),
 	}
 	if *quick {
 		cfg.Counts = bench.QuickCounts

@@ -33,6 +33,8 @@ type brokerSpec struct {
 	Poll time.Duration
 	// CPUProfile is passed as the hidden --cpuprofile flag when set.
 	CPUProfile string
+	// Args are more flags for `broker serve`.
+	Args []string
 }
 
 func (s brokerSpec) root() string    { return filepath.Join(s.Base, "root") }
@@ -81,6 +83,7 @@ func launchBroker(bin string, spec brokerSpec) (*brokerProc, error) {
 	if spec.CPUProfile != "" {
 		args = append(args, "--cpuprofile", spec.CPUProfile)
 	}
+	args = append(args, spec.Args...)
 	stderrPath := filepath.Join(spec.Base, "broker-"+sanitizeLabel(spec.Label)+".stderr")
 	stderr, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -36,6 +36,10 @@
 //     `webfetch` rule; nothing parses it), the one-command line and a
 //     three-command line, so drift lands on all three alike, and the
 //     difference of the p50s is the parse on both sides (target ≤ 50 µs);
+//     the same ask in turn into the inbox as it is and into an inbox a pi
+//     child's cleanup removed after the previous exchange (requests/,
+//     responses/, the session directory), which the child makes again
+//     (target: p99 within 2 ms of the steady p99);
 //     real `child ask` processes beside `child` runs that have no parent
 //     (start-up cost alone); then the same broker idle for 10 s again. Idle
 //     CPU is utime+stime from /proc/<pid>/stat (10 ms ticks, the resolution
@@ -51,10 +55,22 @@
 //     pseudo-terminal the driver drains and nobody answers. The
 //     rule-resolved round trip in rounds that alternate without and with one
 //     ask held at the prompt; then 10,000 asks dropped into the inbox and held in the
-//     prompt's queue: the broker's VmRSS once all are there, its CPU while
+//     prompt's queue (the broker's bounds on waiting asks lifted): the broker's VmRSS once all are there, its CPU while
 //     holding them, and the orderly stop that answers them all.
 //   - backlog: 10,000 rule-resolved requests written before the broker
 //     starts; from starting the process to the last response file.
+//
+// Two more run only when --only names them (a minute and a half, and
+// gigabytes written):
+//
+//   - flood (tmpfs only): --terminal deny; rounds alternate a legitimate
+//     requester's rule-resolved asks with nothing else asking and while a
+//     flood writer (`courier-bench flood-writer`, a process of its own, as
+//     a hostile subagent) writes asks into the inbox as fast as it can.
+//   - floodtty (tmpfs only): the same at the tty prompt, whose bound per
+//     requester holds 64 of the flood's asks and refuses the rest; then a
+//     fresh tty broker holding 3,000 asks with payloads of about 1 MiB, and
+//     its VmRSS.
 //
 // # Clean-up
 //

@@ -96,7 +96,8 @@ func benchHeldAsks(b *testing.B, n int, term countingTerminal) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 
-	br := &serve.Broker{Layout: layout, Session: "parent", Policy: policy, Terminal: term}
+	// All from one requesting session: the bounds on waiting asks lifted.
+	br := &serve.Broker{Layout: layout, Session: "parent", Policy: policy, Terminal: term, MaxPendingPerRequester: -1, MaxPending: -1}
 	ctx, cancel := context.WithCancel(b.Context())
 	done := make(chan error, 1)
 	go func() { done <- br.Run(ctx) }()

@@ -60,6 +60,8 @@ var QuickCounts = Counts{
 	Idle:    2 * time.Second,
 	Pending: 500, Backlog: 500,
 	Children: 10,
+	Flood:    90, FloodLead: 100 * time.Millisecond, FloodFor: time.Second,
+	HeldMiB: 100,
 }
 
 // benchConfig is the embedded default config plus one allowed tool

@@ -53,7 +53,13 @@ const (
 	targetHeldP99Ratio = 1.2
 	targetIdlePercent  = 0.1
 	targetPendingRSS   = 64 << 10 // KiB: 64 MiB
-	targetBacklog      = 5 * time.Second
+	// targetFloodP99Delta is how much later a legitimate requester's p99
+	// may be while another floods; targetHeldMiBRSS bounds the broker
+	// holding targetHeldMiBN asks of about 1 MiB (issue 14).
+	targetFloodP99Delta = 10 * time.Millisecond
+	targetHeldMiBRSS    = 128 << 10 // KiB: 128 MiB
+	targetHeldMiBN      = 3000
+	targetBacklog       = 5 * time.Second
 	// targetPendingN is the size of the pending and backlog targets; a
 	// smaller run (--quick) is not judged against them.
 	targetPendingN = 10_000
@@ -88,6 +94,16 @@ func (res *Results) judge() {
 		add("bash parse cost (one command − tool surface, p50)", "≤ 50 µs", true, fmt.Sprintf("%+d µs", micros(cost)), float64(micros(cost)), cost <= targetParseCost)
 	} else {
 		add("bash parse cost (one command − tool surface, p50)", "≤ 50 µs", false, "", 0, false)
+	}
+	if added, ok := fr.Recreate.Added(); ok {
+		steady := fr.Recreate.SteadyAsRule(fr.Rule)
+		measured := fmt.Sprintf("%+d µs", micros(added))
+		if !steady {
+			measured += " (steady p90 not the rule round trip's)"
+		}
+		add("after a pi child's cleanup: p99 − steady p99", "≤ 2000 µs", true, measured, float64(micros(added)), added <= targetRecreatedP99 && steady)
+	} else {
+		add("after a pi child's cleanup: p99 − steady p99", "≤ 2000 µs", false, "", 0, false)
 	}
 	if valid(fr.Rule) && valid(fr.Poll) {
 		add("poll p50 / rule p50", "≥ 400×", true, fmt.Sprintf("%.0f×", fr.PollRatio), fr.PollRatio, fr.PollRatio >= targetPollRatio)
@@ -128,6 +144,23 @@ func (res *Results) judge() {
 		add("10,000 backlog served", "≤ 5 s", true, fmt.Sprintf("%.2f s", bl.Seconds), bl.Seconds, bl.Seconds <= targetBacklog.Seconds())
 	} else {
 		add("10,000 backlog served", "≤ 5 s", false, "", 0, false)
+	}
+
+	for _, fl := range []struct {
+		name string
+		r    *FloodResult
+	}{{"legitimate p99 while another floods − quiet, --terminal deny", fr.FloodDeny}, {"legitimate p99 while another floods − quiet, tty", fr.FloodTTY}} {
+		if f := fl.r; f != nil && f.Failed == 0 && f.Quiet.N > 0 && f.Flooded.N > 0 {
+			delta := f.Flooded.P99 - f.Quiet.P99
+			add(fl.name, "≤ +10 ms", true, fmt.Sprintf("%+.1f ms (×%.2f)", float64(delta)/float64(time.Millisecond), f.P99Ratio), float64(micros(delta)), delta <= targetFloodP99Delta)
+		} else {
+			add(fl.name, "≤ +10 ms", false, "", 0, false)
+		}
+	}
+	if h := fr.HeldMiB; h != nil && h.Memory.RSS > 0 && h.N >= targetHeldMiBN {
+		add("RSS with 3,000 held 1 MiB asks", "≤ 128 MiB", true, kib(h.Memory.RSS), float64(h.Memory.RSS), h.Memory.RSS <= targetHeldMiBRSS)
+	} else {
+		add("RSS with 3,000 held 1 MiB asks", "≤ 128 MiB", false, "", 0, false)
 	}
 
 	res.Headline = Headline{}
@@ -242,6 +275,13 @@ var rows = []row{
 		}
 		return fmt.Sprintf("%+d µs; %+d µs", micros(one), micros(three))
 	}},
+	{"in turn, 1 requester: inbox as it is / removed by a pi child's cleanup: p50/p90/p99/max µs", func(fr *FSResult) string {
+		r := fr.Recreate
+		if r == nil || r.Steady == nil || r.Recreated == nil {
+			return na
+		}
+		return summaryCell(r.Steady.Latency) + "; " + summaryCell(r.Recreated.Latency)
+	}},
 	{"rule-resolved asks/s, 1 requester", func(fr *FSResult) string { return rateCell(fr.load(1)) }},
 	{"rule-resolved asks/s, 8 requesters", func(fr *FSResult) string { return rateCell(fr.load(8)) }},
 	{"rule-resolved asks/s, 32 requesters", func(fr *FSResult) string { return rateCell(fr.load(32)) }},
@@ -324,6 +364,17 @@ var rows = []row{
 		}
 		return s
 	}},
+	{"legitimate rule-resolved, quiet / while another floods (deny): p50/p90/p99/max µs", func(fr *FSResult) string { return floodCell(fr.FloodDeny) }},
+	{"  … flood written; broker drained it after", func(fr *FSResult) string { return floodRateCell(fr.FloodDeny) }},
+	{"legitimate rule-resolved, quiet / while another floods (tty): p50/p90/p99/max µs", func(fr *FSResult) string { return floodCell(fr.FloodTTY) }},
+	{"  … flood written; broker drained it after", func(fr *FSResult) string { return floodRateCell(fr.FloodTTY) }},
+	{"asks of about 1 MiB held at the tty: VmRSS (VmHWM)", func(fr *FSResult) string {
+		h := fr.HeldMiB
+		if h == nil || h.Memory.RSS == 0 {
+			return na
+		}
+		return fmt.Sprintf("%s (%s) [n=%d; all held after %.2f s; stop %.2f s]", kib(h.Memory.RSS), kib(h.Memory.HWM), h.N, h.AtTerminalSeconds, h.StopSeconds)
+	}},
 	{"real `child ask` process: p50/p90/p99/max µs", func(fr *FSResult) string {
 		if fr.Children == nil {
 			return na
@@ -340,6 +391,24 @@ var rows = []row{
 		}
 		return summaryCell(fr.Children.Start)
 	}},
+}
+
+func floodCell(f *FloodResult) string {
+	if f == nil {
+		return na
+	}
+	s := summaryCell(f.Quiet) + " / " + summaryCell(f.Flooded) + fmt.Sprintf(" (p99 %+d µs, ×%.2f)", f.P99DeltaUs, f.P99Ratio)
+	if f.Failed > 0 {
+		s += fmt.Sprintf(" %d FAILED", f.Failed)
+	}
+	return s
+}
+
+func floodRateCell(f *FloodResult) string {
+	if f == nil {
+		return na
+	}
+	return fmt.Sprintf("%d requests at %.0f/s; %.2f s", f.FloodWritten, f.FloodPerSec, f.DrainSeconds)
 }
 
 func idleCell(i *IdleResult) string {

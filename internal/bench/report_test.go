@@ -22,6 +22,10 @@ func sampleResults() *Results {
 			One:     fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
 			Three:   fakeRun(1, 420*time.Microsecond, 900*time.Microsecond, 2300),
 		},
+		Recreate: &RecreateResult{
+			Steady:    fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400),
+			Recreated: fakeRun(1, 450*time.Microsecond, 1500*time.Microsecond, 2000),
+		},
 		Load:      []*LoadRun{fakeRun(1, 400*time.Microsecond, 900*time.Microsecond, 2400), fakeRun(8, time.Millisecond, 3*time.Millisecond, 4100), fakeRun(32, 5*time.Millisecond, 9*time.Millisecond, 4200)},
 		Plugin:    fakeRun(1, 1400*time.Microsecond, 2*time.Millisecond, 700),
 		Shadow:    fakeRun(1, 600*time.Microsecond, 2*time.Millisecond, 1500),
@@ -32,6 +36,9 @@ func sampleResults() *Results {
 		Pending:   &PendingResult{N: 10000, Memory: Memory{RSS: 70 << 10, HWM: 71 << 10}},
 		Backlog:   &BacklogResult{N: 10000, Seconds: 2.5},
 		Children:  &ChildResult{},
+		FloodDeny: &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 9 * time.Millisecond}, P99Ratio: 4.5},
+		FloodTTY:  &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 40 * time.Millisecond}, P99Ratio: 20},
+		HeldMiB:   &HeldMiBResult{N: 3000, Memory: Memory{RSS: 100 << 10}},
 	}
 	fr.PollRatio = Ratio(fr.Poll.Latency.P50, fr.Rule.Latency.P50)
 	disk := &FSResult{Label: "disk", FSType: "ext4", Dir: "/tmp", Rule: fakeRun(1, 3*time.Millisecond, 9*time.Millisecond, 300)}
@@ -53,12 +60,16 @@ func TestJudge(t *testing.T) {
 	want := map[string]bool{
 		"rule-resolved p50": true, "rule-resolved p99": true, "poll p50 / rule p50": true,
 		"bash parse cost (one command − tool surface, p50)": true, // +20 µs
+		"after a pi child's cleanup: p99 − steady p99":      true, // +600 µs, steady p90 as the rule's
 		"asks/s at 8 requesters":                            true, "plugin-resolved p50": true,
-		"p99 with one ask held / without": false, // 1.3× > 1.2×
-		"idle CPU, fresh broker":          true,
-		"idle CPU, after serving":         false, // 0.15 %
-		"RSS with 10,000 pending":         false, // 70 MiB
-		"10,000 backlog served":           true,
+		"p99 with one ask held / without":                              false, // 1.3× > 1.2×
+		"idle CPU, fresh broker":                                       true,
+		"idle CPU, after serving":                                      false, // 0.15 %
+		"RSS with 10,000 pending":                                      false, // 70 MiB
+		"10,000 backlog served":                                        true,
+		"legitimate p99 while another floods − quiet, --terminal deny": true,  // +7 ms
+		"legitimate p99 while another floods − quiet, tty":             false, // +38 ms
+		"RSS with 3,000 held 1 MiB asks":                               true,  // 100 MiB
 	}
 	if len(res.Targets) != len(want) {
 		t.Fatalf("%d targets, want %d", len(res.Targets), len(want))
@@ -169,6 +180,24 @@ func TestJudgeParseCost(t *testing.T) {
 	for _, tg := range res.Targets {
 		if strings.HasPrefix(tg.Name, "bash parse cost") && (tg.Met || tg.Measured != "+60 µs") {
 			t.Errorf("%s: met %v, measured %q", tg.Name, tg.Met, tg.Measured)
+		}
+	}
+}
+
+// The old watcher slowed the ask after a recreated inbox too: a p99
+// difference between two slow runs is not a met target.
+func TestJudgeRecreatedNeedsASteadyInbox(t *testing.T) {
+	res := sampleResults()
+	fr := res.Filesystems[0]
+	fr.Recreate = &RecreateResult{
+		Steady:    fakeRun(1, 700*time.Microsecond, 252*time.Millisecond, 4),
+		Recreated: fakeRun(1, 251*time.Millisecond, 253*time.Millisecond, 4),
+	}
+	fr.Recreate.Steady.Latency.P90 = 251 * time.Millisecond
+	res.judge()
+	for _, tg := range res.Targets {
+		if tg.Name == "after a pi child's cleanup: p99 − steady p99" && (tg.Met || tg.Missing) {
+			t.Errorf("%+v: want measured and missed", tg)
 		}
 	}
 }

@@ -43,6 +43,9 @@ type FSResult struct {
 	Rule *LoadRun `json:"rule_serial"`
 	// Parse is what splitting bash into units costs the round trip.
 	Parse *ParseResult `json:"bash_parse"`
+	// Recreate is the round trip with the inbox as it is and with the
+	// inbox a pi child's cleanup removed, in turn.
+	Recreate *RecreateResult `json:"recreated_inbox"`
 	// Load is the rule-resolved workload at 1, 8 and 32 requesters.
 	Load []*LoadRun `json:"rule_load"`
 	// Plugin is resolved by one enforcing plugin link.
@@ -65,6 +68,12 @@ type FSResult struct {
 	Pending   *PendingResult `json:"pending"`
 	Backlog   *BacklogResult `json:"backlog"`
 	Children  *ChildResult   `json:"children"`
+	// FloodDeny and FloodTTY are a legitimate requester quiet and while
+	// another floods, at --terminal deny and at the tty prompt; HeldMiB is
+	// the broker's memory with asks of about 1 MiB held at the tty.
+	FloodDeny *FloodResult   `json:"flood_deny"`
+	FloodTTY  *FloodResult   `json:"flood_tty"`
+	HeldMiB   *HeldMiBResult `json:"held_1mib"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -138,6 +147,48 @@ type HeldResult struct {
 	// P99Ratio is Held.P99 over Baseline.P99.
 	P99Ratio float64 `json:"p99_ratio"`
 	Failed   int     `json:"failed"`
+}
+
+// FloodResult is the rule-resolved round trip of a legitimate requester
+// while nobody else asks (Quiet) and while another requester writes
+// requests as fast as it can (Flooded), in alternating rounds.
+type FloodResult struct {
+	// Terminal is the broker's (deny or tty); FloodKind the flood's asks.
+	Terminal  string  `json:"terminal"`
+	FloodKind string  `json:"flood_kind"`
+	Quiet     Summary `json:"quiet"`
+	Flooded   Summary `json:"flooded"`
+	// P99DeltaUs is Flooded.P99 minus Quiet.P99, the issue's figure (goal:
+	// within 10 ms); the ratios are Flooded over Quiet.
+	P99DeltaUs int64   `json:"p99_delta_us"`
+	P99Ratio   float64 `json:"p99_ratio"`
+	P50Ratio   float64 `json:"p50_ratio"`
+	// FloodWritten is how many requests the flooder wrote, in
+	// FloodSeconds, at FloodPerSec.
+	FloodWritten int     `json:"flood_written"`
+	FloodSeconds float64 `json:"flood_seconds"`
+	FloodPerSec  float64 `json:"flood_per_s"`
+	// DrainSeconds is how long the broker took, after the flooder
+	// stopped, to empty its inbox; FloodLeftWaiting (tty) is how many
+	// flood requests were still waiting when the flooder gave up.
+	DrainSeconds     float64 `json:"drain_seconds"`
+	FloodLeftWaiting int     `json:"flood_left_waiting,omitempty"`
+	// Failed legitimate asks did not get their rule's answer.
+	Failed int `json:"failed"`
+}
+
+// HeldMiBResult is a tty broker holding N asks whose payloads are
+// PayloadBytes each.
+type HeldMiBResult struct {
+	N            int     `json:"n"`
+	PayloadBytes int     `json:"payload_bytes"`
+	DropSeconds  float64 `json:"drop_seconds"`
+	// AtTerminalSeconds runs from the first drop until every ask was
+	// handed to the terminal.
+	AtTerminalSeconds float64 `json:"at_terminal_seconds"`
+	Memory            Memory  `json:"memory"`
+	StopSeconds       float64 `json:"stop_seconds"`
+	Error             string  `json:"error,omitempty"`
 }
 
 // IdleResult is an idle broker's CPU and memory.

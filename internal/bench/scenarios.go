@@ -58,6 +58,12 @@ func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, fi
 		fr.failed("bash parse cost, "+name, lr)
 		r.progress("[%s]   %s: %s", fr.Label, name, summaryCell(lr.Latency))
 	}
+	r.progress("[%s] an inbox a pi child's cleanup removed, in turn with one left as it is, %d asks each", fr.Label, c.Serial)
+	steady, recreated := d.recreation(ctx, c.Warmup, c.Serial)
+	fr.Recreate = &RecreateResult{Steady: newLoadRun(steady, 0), Recreated: newLoadRun(recreated, 0)}
+	fr.failed("inbox left as it is", fr.Recreate.Steady)
+	fr.failed("inbox removed by a pi child's cleanup", fr.Recreate.Recreated)
+	r.progress("[%s]   steady %s; recreated %s", fr.Label, summaryCell(fr.Recreate.Steady.Latency), summaryCell(fr.Recreate.Recreated.Latency))
 	for _, n := range Requesters {
 		r.progress("[%s] rule-resolved throughput, %d requesters, %s", fr.Label, n, c.LoadFor)
 		lr := r.measure(ctx, b, d, ruleAsk, n, 5, 0, c.LoadFor)
@@ -183,7 +189,10 @@ func (r *runner) pollScenario(ctx context.Context, fr *FSResult, base string, _ 
 // pseudo-terminal nobody types at. First the rule-resolved round trip
 // without and with one ask held there; then 10,000 asks held there.
 func (r *runner) ttyScenario(ctx context.Context, fr *FSResult, base string, _ bool) error {
-	spec := brokerSpec{Label: fr.Label + "/tty", Base: base, Session: session, Terminal: "tty"}
+	// The 10,000 held asks come from one requesting session: the broker's
+	// bounds on waiting asks (64 per session, 1,024 in all) are lifted, or
+	// all but 64 would be answered "unavailable" at once.
+	spec := brokerSpec{Label: fr.Label + "/tty", Base: base, Session: session, Terminal: "tty", Args: unbounded}
 	b, err := r.start(ctx, spec)
 	if err != nil {
 		return err
@@ -197,6 +206,10 @@ func (r *runner) ttyScenario(ctx context.Context, fr *FSResult, base string, _ b
 	}
 	return r.pendingPhase(ctx, fr, spec, b)
 }
+
+// unbounded are the `broker serve` flags that lift its bounds on asks
+// waiting for the terminal.
+var unbounded = []string{"--max-pending-per-requester", "0", "--max-pending", "0"}
 
 // heldRounds is how many times the held-ask comparison alternates: each
 // round measures Held/heldRounds asks without, then with one ask held, so

@@ -1,0 +1,247 @@
+package serve
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// What a request costs after its file is read (writing the response,
+// removing the request, the review entries, escalating an ask) is
+// scheduled here, in turn across requesters, so that a flood from one
+// subagent never starves another (docs/decisions/0014-fair-share-and-bounds.md).
+// Reading and deciding by the rules stay first come, first served: they
+// are cheap and keep up with a flood.
+
+// Defaults of the Broker's bounds on asks waiting.
+const (
+	// DefaultMaxPendingPerRequester is how many asks of one requesting
+	// session may wait for the chain or the terminal at once.
+	DefaultMaxPendingPerRequester = 64
+	// DefaultMaxPending is the same bound over every requester.
+	DefaultMaxPending = 1024
+)
+
+// intakeBurst is how many request files a worker reads, while more are
+// ready, before it does one job: reading keeps the requesters' queues
+// filled, so that their turns are taken fairly, and a job still gets done
+// however fast files arrive.
+const intakeBurst = 64
+
+// crowdedJobs and crowdedRecently say when the workers are behind a
+// flood (fairQueue.crowded).
+const (
+	crowdedJobs     = 64
+	crowdedRecently = 10 * time.Millisecond
+)
+
+// job is the work left on one request once its file is read: answering
+// it, escalating it, or concluding its escalation. A job releases its
+// request file to the watcher when it is done.
+type job func()
+
+// fairQueue holds the jobs of each requester in arrival order and hands
+// them out in turn across requesters; it also counts the asks each
+// requester has waiting, for the bounds.
+type fairQueue struct {
+	mu    sync.Mutex
+	byKey map[string]*requester
+	// turn is the requesters that have jobs, in the order of their
+	// turns: take serves the first and puts it back last.
+	turn []*requester
+	// asks is the asks admitted and not yet concluded, in all.
+	asks int
+	// refusingAll says asks were refused for the bound in all since none
+	// last waited, so that only the first refusal of a burst is reported.
+	refusingAll bool
+	// kick wakes one idle worker when a job is queued.
+	kick chan struct{}
+	// queued is the jobs waiting, running those being done, and read
+	// when a request file was last read (crowded).
+	queued, running int
+	read            time.Time
+}
+
+// requester is one requesting session's place in the queue.
+type requester struct {
+	key  string
+	jobs []job
+	// asks is its asks admitted and not yet concluded.
+	asks int
+	// refusing says some of its asks were refused for its bound since it
+	// last had none waiting.
+	refusing bool
+	// inTurn says it is in fairQueue.turn.
+	inTurn bool
+}
+
+func newFairQueue() *fairQueue {
+	return &fairQueue{byKey: make(map[string]*requester), kick: make(chan struct{}, 1)}
+}
+
+// requesterKey is whose turn a request's work takes: its requesting
+// session, else its agent and process (a reader fills the session id, so
+// the fallback is for requests built otherwise).
+func requesterKey(req *wire.Request) string {
+	if req.RequesterSessionID != "" {
+		return req.RequesterSessionID
+	}
+	return "agent:" + req.RequesterAgentName + "/pid:" + strconv.Itoa(req.RequesterPID)
+}
+
+// get returns key's requester, made if need be. q.mu is held.
+func (q *fairQueue) get(key string) *requester {
+	r := q.byKey[key]
+	if r == nil {
+		r = &requester{key: key}
+		q.byKey[key] = r
+	}
+	return r
+}
+
+// forget drops a requester that has nothing queued or waiting. q.mu is
+// held.
+func (q *fairQueue) forget(r *requester) {
+	if len(r.jobs) == 0 && r.asks == 0 && !r.inTurn {
+		delete(q.byKey, r.key)
+	}
+}
+
+// push queues j as key's next job.
+func (q *fairQueue) push(key string, j job) {
+	q.mu.Lock()
+	r := q.get(key)
+	r.jobs = append(r.jobs, j)
+	q.queued++
+	if !r.inTurn {
+		r.inTurn = true
+		q.turn = append(q.turn, r)
+	}
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *fairQueue) wake() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the next job: the oldest of the requester whose turn it
+// is. It wakes another worker when jobs are left, unless the queue is
+// crowded: then one job is done at a time, and take returns none while
+// another is being done. The caller calls done when the job is.
+func (q *fairQueue) take() (job, bool) {
+	q.mu.Lock()
+	if len(q.turn) == 0 {
+		q.turn = nil // let a burst's backing array go
+		q.mu.Unlock()
+		return nil, false
+	}
+	crowded := q.crowded()
+	if crowded && q.running > 0 {
+		q.mu.Unlock()
+		return nil, false
+	}
+	r := q.turn[0]
+	q.turn[0] = nil
+	q.turn = q.turn[1:]
+	j := r.jobs[0]
+	r.jobs[0] = nil
+	r.jobs = r.jobs[1:]
+	if len(r.jobs) > 0 {
+		q.turn = append(q.turn, r)
+	} else {
+		r.jobs, r.inTurn = nil, false
+		q.forget(r)
+	}
+	q.queued--
+	q.running++
+	more := len(q.turn) > 0 && !crowded
+	q.mu.Unlock()
+	if more {
+		q.wake()
+	}
+	return j, true
+}
+
+// done says a job taken is done.
+func (q *fairQueue) done() {
+	q.mu.Lock()
+	q.running--
+	q.mu.Unlock()
+}
+
+// readOne notes that a request file was read.
+func (q *fairQueue) readOne(now time.Time) {
+	q.mu.Lock()
+	q.read = now
+	q.mu.Unlock()
+}
+
+// crowded says the workers are behind a flood: more than crowdedJobs
+// jobs wait and request files were read within crowdedRecently. Then one
+// job is done at a time, so that the rest of the broker's CPU goes to the
+// inbox watcher and to reading (0014: with every worker busy writing a
+// flood's answers, the watcher, woken through the runtime's poller, got a
+// turn rarely, and a legitimate request waited there). A backlog found at
+// start is not crowded once it is read: its answers are written by every
+// worker. q.mu is held.
+func (q *fairQueue) crowded() bool {
+	return q.queued > crowdedJobs && time.Since(q.read) < crowdedRecently
+}
+
+// admit counts one more ask of key waiting, unless that would pass a
+// bound (perRequester, all; 0 or less is no bound): then it says which,
+// in words for the child, and whether this is the first refusal of the
+// burst: since key (or, for the bound in all, anyone) last had no ask
+// waiting.
+func (q *fairQueue) admit(key string, perRequester, all int) (refused string, first bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := q.get(key)
+	switch {
+	case perRequester > 0 && r.asks >= perRequester:
+		first, r.refusing = !r.refusing, true
+		return fmt.Sprintf("courier: %d asks from this session are already waiting; this one was not queued", r.asks), first
+	case all > 0 && q.asks >= all:
+		first, q.refusingAll = !q.refusingAll, true
+		q.forget(r)
+		return fmt.Sprintf("courier: %d asks from all sessions are already waiting; this one was not queued", q.asks), first
+	}
+	r.asks++
+	q.asks++
+	return "", false
+}
+
+// conclude counts one ask of key no longer waiting.
+func (q *fairQueue) conclude(key string) {
+	q.mu.Lock()
+	if r := q.byKey[key]; r != nil && r.asks > 0 {
+		r.asks--
+		q.asks--
+		if r.asks == 0 {
+			r.refusing = false
+		}
+		if q.asks == 0 {
+			q.refusingAll = false
+		}
+		q.forget(r)
+	}
+	q.mu.Unlock()
+}
+
+// waiting returns the asks admitted and not yet concluded, of key and in
+// all.
+func (q *fairQueue) waiting(key string) (mine, all int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r := q.byKey[key]; r != nil {
+		mine = r.asks
+	}
+	return mine, q.asks
+}

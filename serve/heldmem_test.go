@@ -1,0 +1,86 @@
+package serve
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// A held ask keeps only what answering it needs: 3,000 asks whose
+// requests carry a payload of about 1 MiB each, held by a terminal that
+// keeps nothing of them, leave the broker's heap (after a GC) far below
+// what their payloads weigh (about 3 GiB: what main kept). Nothing else
+// keeps the file's bytes either.
+func TestHeldAsksKeepNoPayload(t *testing.T) {
+	n := 3000
+	switch {
+	case testing.Short():
+		t.Skip("writes and serves 3 GiB of requests")
+	case raceEnabled:
+		n = 300 // the same shape; the detector makes the gigabytes slow
+	}
+	const payload = mailbox.MaxFileSize - 4<<10
+	root, err := os.MkdirTemp("/dev/shm", "courier-serve-heldmem-")
+	if err != nil {
+		root = t.TempDir() // no tmpfs here: slower, the same figure
+	} else {
+		t.Cleanup(func() { os.RemoveAll(root) })
+	}
+	layout := mailbox.Layout{Root: root}
+	for i := range n {
+		// 60 requesting sessions of 50 asks, as many subagents.
+		req := request(t, fmt.Sprintf("held-%05d", i), fmt.Sprintf("agent-%d", i/50), "make deploy")
+		data, err := wire.EncodeRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRequest(t, layout, req.ID+".json", withPayload(data, payload))
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	h := &forgetfulHolder{}
+	f := newFixtureWith(t, layout, h, func(b *Broker) { b.MaxPending, b.MaxPendingPerRequester = -1, -1 })
+	for deadline := time.Now().Add(5 * time.Minute); h.count() < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d asks reached the terminal", h.count(), n)
+		}
+	}
+	runtime.GC()
+	var held runtime.MemStats
+	runtime.ReadMemStats(&held)
+	grew := int64(held.HeapInuse) - int64(before.HeapInuse)
+	per := grew / int64(n)
+	t.Logf("%d asks of %d KiB held: heap in use grew by %.1f MiB (%d B per held ask; their payloads weigh %.0f MiB)",
+		n, payload>>10, float64(grew)/(1<<20), per, float64(n)*payload/(1<<20))
+	// A few KiB per ask is the broker's own bookkeeping; a payload kept
+	// would be a megabyte each.
+	if limit := int64(n) * 16 << 10; grew > limit {
+		t.Errorf("the heap grew by %.1f MiB with %d asks held, more than %.1f MiB: payloads are kept", float64(grew)/(1<<20), n, float64(limit)/(1<<20))
+	}
+	f.stop()
+	dir, _ := layout.ResponsesDir("parent")
+	if entries, _ := os.ReadDir(dir); len(entries) != n {
+		t.Errorf("%d answers at shutdown, want %d", len(entries), n)
+	}
+	_ = filepath.Join
+}
+
+// withPayload adds a "payload" member of about size bytes to an encoded
+// request.
+func withPayload(data []byte, size int) []byte {
+	data = bytes.TrimRight(data, "\n")
+	const head, tail = `,"payload":{"blob":"`, `"}}`
+	out := append([]byte(nil), data[:len(data)-1]...)
+	out = append(out, head...)
+	out = append(out, bytes.Repeat([]byte{'x'}, size-len(head)-len(tail))...)
+	return append(out, tail...)
+}
