@@ -32,19 +32,19 @@ type grantEdit struct {
 	// targets are what the grant at was suggested for, as the child sent
 	// them (raw: they are matched, and cleaned only to be shown).
 	targets []string
-	// from and cursor are the edited grants (nil: the suggestion) and the
+	// from and cursor are the edited grants (nil: those admitted) and the
 	// scope choice's cursor when the edit began, which Esc restores.
 	from   []wire.SuggestedGrant
 	cursor int
 }
 
 // wholeGrants returns what "the whole session" would record for the ask
-// on screen: the operator's edited grants, or the child's suggestion.
+// on screen: the operator's edited grants, or those the broker admitted.
 func (m *machine) wholeGrants(e *entry) []wire.SuggestedGrant {
 	if m.grants != nil {
 		return m.grants
 	}
-	return e.suggested()
+	return e.grants
 }
 
 // startEdit opens the editor on the first grant.
@@ -60,7 +60,7 @@ func (m *machine) startEdit(e *entry) {
 func (m *machine) editGrant(e *entry, i int) {
 	m.edit.at = i
 	m.edit.text = []rune(m.grants[i].Pattern)
-	m.edit.targets = suggestedFor(e.ask, e.suggested()[i], m.home)
+	m.edit.targets = e.targets[i]
 }
 
 func (m *machine) pressEdit(k key, e *entry) {
@@ -68,6 +68,7 @@ func (m *machine) pressEdit(k key, e *entry) {
 	case keyEsc:
 		m.grants, m.cursor, m.stage = m.edit.from, m.edit.cursor, stageScope
 		m.edit = grantEdit{}
+		m.resetGrantPane()
 		m.notice = "the edit was cancelled: the whole session would record the grants shown before it"
 	case keyBackspace:
 		if len(m.edit.text) > 0 {
@@ -90,19 +91,21 @@ func (m *machine) pressEdit(k key, e *entry) {
 			m.editGrant(e, next)
 			return
 		}
-		if slices.Equal(m.grants, e.suggested()) {
+		if slices.Equal(m.grants, e.grants) {
 			m.grants = nil
 		}
 		// The cursor goes back where it was, never to the whole session
 		// by itself: a second press of enter must not widen the answer.
+		// What it records is listed anew, to be seen again.
 		m.stage, m.cursor = stageScope, m.edit.cursor
 		m.edit = grantEdit{}
+		m.resetGrantPane()
 	}
 }
 
 // checkPattern returns why pattern cannot replace the grant being
-// edited, or "" when it can. A pattern left as it was (the suggestion, or
-// an earlier accepted edit) always can.
+// edited, or "" when it can. A pattern left as it was (as the broker
+// admitted it, or an earlier accepted edit) always can.
 func (m *machine) checkPattern(pattern string) string {
 	if pattern == m.grants[m.edit.at].Pattern {
 		return ""
@@ -115,7 +118,7 @@ func (m *machine) checkPattern(pattern string) string {
 	case utf8.RuneCountInString(pattern) > maxPattern || len(pattern) > rules.MaxGrantLength:
 		return fmt.Sprintf("the pattern is longer than %d characters", maxPattern)
 	case len(m.edit.targets) == 0:
-		return "there is nothing to check an edited pattern against: esc keeps the suggestion"
+		return "there is nothing to check an edited pattern against: esc keeps the grant as it was"
 	}
 	p := rules.CompilePattern(pattern, m.home)
 	for _, t := range m.edit.targets {
@@ -132,6 +135,8 @@ func (m *machine) checkPattern(pattern string) string {
 // command line (the broker's rules match a grant against each unit, never
 // the whole line), elsewhere the match values and the value; of those,
 // the ones g's own pattern matches, or all of them when it matches none.
+// They are copies, and none longer than keepTargetLength: a held ask keeps
+// no more of its request than that.
 func suggestedFor(ask *serve.Ask, g wire.SuggestedGrant, home string) []string {
 	var values []string
 	if units := ask.Resolution.Units; g.Surface == "bash" && len(units) > 0 {
@@ -146,15 +151,18 @@ func suggestedFor(ask *serve.Ask, g wire.SuggestedGrant, home string) []string {
 			values = append(values, v)
 		}
 	}
+	values = slices.DeleteFunc(values, func(v string) bool { return len(v) > keepTargetLength })
 	p := rules.CompilePattern(g.Pattern, home)
 	var matched []string
 	for _, v := range values {
 		if p.Match(v) {
-			matched = append(matched, v)
+			matched = append(matched, strings.Clone(v))
 		}
 	}
 	if len(matched) == 0 {
-		return values
+		for _, v := range values {
+			matched = append(matched, strings.Clone(v))
+		}
 	}
 	return matched
 }

@@ -1,8 +1,8 @@
 package prompt
 
 import (
-	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +16,7 @@ import (
 func compoundAsk(t *testing.T) serve.Ask {
 	a := resolvedAsk(t, "git status && curl x")
 	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "bash", Pattern: "curl *"}}}
+	a.Grants = []wire.SuggestedGrant{{Surface: "bash", Pattern: "curl *"}}
 	return a
 }
 
@@ -56,7 +57,7 @@ func TestEditAccepted(t *testing.T) {
 		t.Fatalf("grants = %+v, want %+v", m.grants, want)
 	}
 	text = frameText(m.frame(100, 28, "parent", t0))
-	for _, want := range []string{"Apply a session grant to:", "records bash: curl x*  (edited)", "grant      bash: curl *"} {
+	for _, want := range []string{"Apply a session grant to:", "records bash: curl x*  (edited)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scope frame lacks %q:\n%s", want, text)
 		}
@@ -182,7 +183,7 @@ func TestEditInput(t *testing.T) {
 
 	// A hostile suggestion is shown escaped; changed, it must be typable.
 	a := compoundAsk(t)
-	a.Request.SessionApproval.Grants[0].Pattern = "curl \x1b[2J*"
+	a.Grants[0].Pattern = "curl \x1b[2J*"
 	m = editing(t, a)
 	for _, l := range m.frame(100, 28, "parent", t0) {
 		assertInert(t, l.text)
@@ -204,6 +205,7 @@ func TestEditSeveralGrants(t *testing.T) {
 		{Surface: "path_write", Pattern: "/w/src/*"},
 		{Surface: "path_read", Pattern: "/w/src/*"},
 	}}
+	a.Grants = slices.Clone(a.Request.SessionApproval.Grants)
 	m := editing(t, a)
 	if text := frameText(m.frame(100, 28, "parent", t0)); !strings.Contains(text, "grant on path_write (1 of 2)") {
 		t.Errorf("first of two:\n%s", text)
@@ -222,16 +224,16 @@ func TestEditSeveralGrants(t *testing.T) {
 	if len(got) != 1 || !reflect.DeepEqual(got[0].Grants, want) {
 		t.Errorf("decision %+v, want grants %+v", got, want)
 	}
-	// The suggestion itself is untouched.
-	if a.Request.SessionApproval.Grants[0].Pattern != "/w/src/*" {
-		t.Errorf("the edit wrote through to the request: %+v", a.Request.SessionApproval.Grants)
+	// The admitted grants themselves are untouched.
+	if a.Grants[0].Pattern != "/w/src/*" {
+		t.Errorf("the edit wrote through to the ask: %+v", a.Grants)
 	}
 }
 
 func TestEditExpandsHome(t *testing.T) {
 	a := testAsk("reviewer", "/home/op/notes/a.txt", false)
 	a.Request.AccessIntent.Surface = "path_read"
-	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "path_read", Pattern: "/home/op/notes/*"}}}
+	a.Grants = []wire.SuggestedGrant{{Surface: "path_read", Pattern: "/home/op/notes/*"}}
 	m := editing(t, a)
 	pressAll(m, t0, append(retype("~/notes/*.txt"), enter)...)
 	if m.stage != stageScope || m.grants[0].Pattern != "~/notes/*.txt" {
@@ -246,30 +248,4 @@ func TestEditScreens(t *testing.T) {
 	golden(t, "edit_rejected", screenOf(m, 100, 30))
 	pressAll(m, t0, append(retype("curl x*"), enter)...)
 	golden(t, "edit_accepted", screenOf(m, 100, 30))
-}
-
-// More grants than the grant field lists are all reachable: the field says
-// how, and the editor walks every one of them.
-func TestEveryGrantReachable(t *testing.T) {
-	a := resolvedAsk(t, "a1; a2; a3; a4; a5; a6")
-	a.Request.SessionApproval = &wire.SessionApproval{}
-	for i := 1; i <= 6; i++ {
-		a.Request.SessionApproval.Grants = append(a.Request.SessionApproval.Grants, wire.SuggestedGrant{Surface: "bash", Pattern: fmt.Sprintf("a%d*", i)})
-	}
-	m := &machine{}
-	m.push(newEntry(a), t0)
-	if text := frameText(m.frame(100, 40, "parent", t0)); !strings.Contains(text, "… and 2 more (s, then e, shows each)") {
-		t.Errorf("the grant field does not say how to see the rest:\n%s", text)
-	}
-	pressAll(m, t0, char('s'), char('e'))
-	for i := 1; i <= 6; i++ {
-		text := frameText(m.frame(100, 40, "parent", t0))
-		if want := fmt.Sprintf("(%d of 6)", i); !strings.Contains(text, want) || !strings.Contains(text, fmt.Sprintf("pattern > a%d*█", i)) {
-			t.Fatalf("grant %d is not in the editor:\n%s", i, text)
-		}
-		pressAll(m, t0, enter)
-	}
-	if m.stage != stageScope {
-		t.Errorf("after the last grant: stage %d", m.stage)
-	}
 }

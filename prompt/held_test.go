@@ -100,7 +100,7 @@ func benchHeldAtPrompt(b *testing.B, n int) {
 	queued := func() int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return p.m.length
+		return p.m.held()
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for queued() < n {

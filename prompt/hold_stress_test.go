@@ -145,7 +145,7 @@ func heldAsksStressRound(t *testing.T, seed int64) {
 	removers.Wait()
 
 	p.mu.Lock()
-	left := p.m.length
+	left := p.m.held()
 	p.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d asks still queued at the prompt after Run returned", left)

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,18 +25,37 @@ func testAsk(agent, value string, grants bool) serve.Ask {
 			Principal: wire.Principal{SessionID: "child-" + agent, AgentName: agent},
 		},
 	}
+	ask := serve.Ask{Request: req}
 	if grants {
-		req.SessionApproval = &wire.SessionApproval{Grants: []wire.SuggestedGrant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}}
+		// The broker admits the child's suggestion as it is.
+		gs := []wire.SuggestedGrant{{Surface: "bash", Pattern: strings.Fields(value)[0] + " *"}}
+		req.SessionApproval = &wire.SessionApproval{Grants: gs}
+		ask = serve.Ask{Request: req, Grants: slices.Clone(gs)}
 	}
-	return serve.Ask{Request: req}
+	return ask
 }
 
-// press applies keys at time t and returns the answers they gave.
+// pressAll applies keys at time t, drawing a frame after each as the
+// prompt's loop does when keys come one at a time, and returns the
+// answers they gave.
 func pressAll(m *machine, at time.Time, keys ...key) []decision.Decision {
 	var got []decision.Decision
 	for _, k := range keys {
-		if _, d, ok := m.press(k, at); ok {
-			got = append(got, d)
+		for _, a := range m.press(k, at) {
+			got = append(got, a.d)
+		}
+		m.frame(120, 40, "parent", at)
+	}
+	return got
+}
+
+// pressUnseen applies keys at time t with no frame between them, as keys
+// typed ahead in one read reach the machine.
+func pressUnseen(m *machine, at time.Time, keys ...key) []decision.Decision {
+	var got []decision.Decision
+	for _, k := range keys {
+		for _, a := range m.press(k, at) {
+			got = append(got, a.d)
 		}
 	}
 	return got
@@ -101,8 +121,8 @@ func TestKeysToDecisions(t *testing.T) {
 			if (d.State == decision.StateApprovedForSession) != (d.SessionGrantWidth == wire.GrantProven) {
 				t.Errorf("sessionGrantWidth = %q for %s", d.SessionGrantWidth, d.State)
 			}
-			if d.DecidedBy != (provenance.User{Via: provenance.ViaTerminal}) {
-				t.Errorf("decidedBy = %#v, want user via terminal", d.DecidedBy)
+			if d.DecidedBy != (provenance.User{Via: provenance.ViaDialog}) {
+				t.Errorf("decidedBy = %#v, want the prompt's Decider (user via dialog)", d.DecidedBy)
 			}
 			if m.head() != nil {
 				t.Errorf("the answered ask is still on screen")
@@ -190,27 +210,27 @@ func TestQueueOrder(t *testing.T) {
 	pressAll(m, t0, char('r'), char('z'))
 	for i, want := range []*entry{a, b, c} {
 		if m.head() != want {
-			t.Fatalf("answer %d: head is %q, want %q", i, m.head().ask.Request.RequesterAgentName, want.ask.Request.RequesterAgentName)
+			t.Fatalf("answer %d: head is %q, want %q", i, m.head().view.agent, want.view.agent)
 		}
 		if m.stage != stageChoose && i > 0 {
 			t.Fatalf("ask %d starts in stage %d", i, m.stage)
 		}
-		e, _, ok := m.press(char('n'), t0)
+		got := m.press(char('n'), t0)
 		if i == 0 {
 			// Still typing a reason: n is text.
-			if ok {
+			if len(got) != 0 {
 				t.Fatalf("n answered while typing a reason")
 			}
-			e, _, ok = m.press(enter, t0)
+			got = m.press(enter, t0)
 		}
-		if !ok || e != want {
-			t.Fatalf("answer %d went to %v", i, e)
+		if len(got) != 1 || got[0].e != want {
+			t.Fatalf("answer %d went to %v", i, got)
 		}
 	}
-	if m.head() != nil || m.waiting() != 0 || m.answered != 3 {
-		t.Errorf("after three answers: head %v waiting %d answered %d", m.head(), m.waiting(), m.answered)
+	if m.head() != nil || m.waiting() != 0 || m.tally.you != 3 {
+		t.Errorf("after three answers: head %v waiting %d answered %d", m.head(), m.waiting(), m.tally.you)
 	}
-	if _, _, ok := m.press(char('y'), t0); ok {
+	if got := m.press(char('y'), t0); len(got) != 0 {
 		t.Errorf("a key with nothing on screen answered something")
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/notify"
 	"github.com/seed6639df8c/courier/serve"
 )
 
@@ -22,6 +24,12 @@ const DefaultArmDelay = 300 * time.Millisecond
 // before it counts as the Escape key (vim's ttimeoutlen is 100 ms; a
 // sequence split by ssh arrives within a few).
 const escWait = 40 * time.Millisecond
+
+// TerminalTTY is the decision.Decision Terminal of every answer this
+// prompt gives, the --terminal value that puts it on the broker's
+// terminal: which terminal answered is courier's review-log fact, while
+// the wire's decider says only {kind: user, via: dialog} ([Decider]).
+const TerminalTTY = "tty"
 
 // ReasonClosed answers an ask still queued when the prompt closes.
 const ReasonClosed = "The operator's prompt closed before this permission request was answered"
@@ -38,6 +46,23 @@ type Options struct {
 	// grant pattern is checked; empty means the user's home directory,
 	// which is what `broker serve` gives its rules.
 	Home string
+	// PromptTimeout is the broker's promptTimeoutMs: how long an ask may
+	// wait from the moment it is held, which the prompt counts down on
+	// screen. 0 shows no countdown.
+	PromptTimeout time.Duration
+	// NotifyCmd is the operator's --notify-cmd, run for asks as they
+	// arrive (see notify.ParseCommand); "" runs none. Desktop sends
+	// desktop notifications with notify-send when a session bus is there.
+	// The bell and the terminal's own notification escape are always
+	// written (see notify.TerminalAlert).
+	NotifyCmd string
+	Desktop   bool
+	// OnError hears what fails out of the operator's sight (a
+	// notification); nil: nothing does.
+	OnError func(error)
+	// Getenv reads the environment for the terminal's notification
+	// escape; nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // device is the terminal the prompt runs on.
@@ -55,11 +80,17 @@ type device interface {
 
 // Prompt is the operator's terminal: a serve.Holder that asks the human at
 // the broker. Hold and Decide may be called from any number of goroutines;
-// their asks queue and are shown one at a time, in order. A held ask costs
-// the prompt no goroutine, only its place in the queue.
+// their asks queue and are shown one at a time, each requester in turn
+// (see queue.go). A held ask costs the prompt no goroutine, only what it
+// shows of it and its place in the queue.
 type Prompt struct {
 	dev      device
 	session  string
+	home     string // fixed at start: Hold reads it without the lock
+	timeout  time.Duration
+	getenv   func(string) string
+	notes    *notify.Notifier
+	soon     atomic.Bool
 	now      func() time.Time
 	input    chan []byte
 	wake     chan struct{}
@@ -72,7 +103,10 @@ type Prompt struct {
 	mu     sync.Mutex
 	m      machine
 	closed bool
-	scr    screen // only the loop and Close touch it
+	// alert is the bell and notification escape that the loop writes
+	// with its next frame (see alert.go).
+	alert string
+	scr   screen // only the loop and Close touch it
 }
 
 var _ serve.Holder = (*Prompt)(nil)
@@ -87,6 +121,9 @@ var ErrNoTerminal = errors.New("no terminal attached")
 // (no echo, no line editing; Ctrl-C still interrupts the broker) and draws
 // on its bottom lines; Close gives the terminal back as it was.
 func Open(stdin *os.File, opts Options) (*Prompt, error) {
+	if err := notify.CheckCommand(opts.NotifyCmd); err != nil {
+		return nil, err
+	}
 	dev, err := openTTY(stdin)
 	if err != nil {
 		return nil, err
@@ -111,10 +148,13 @@ func start(dev device, opts Options) *Prompt {
 	case opts.ArmDelay == 0:
 		p.m.armDelay = DefaultArmDelay
 	}
-	p.m.home = opts.Home
-	if p.m.home == "" {
-		p.m.home, _ = os.UserHomeDir()
+	p.home = opts.Home
+	if p.home == "" {
+		p.home, _ = os.UserHomeDir()
 	}
+	p.m.home = p.home
+	p.timeout = max(opts.PromptTimeout, 0)
+	p.startNotifier(opts)
 	p.redraw()
 	go p.read()
 	go p.loop()
@@ -128,19 +168,36 @@ func start(dev device, opts Options) *Prompt {
 // screen if it was on it, and done hears "unavailable" at once; so it does
 // for an ask still queued at Close. done is called exactly once, never
 // with the prompt's lock held, and on the prompt's own goroutine when the
-// operator answers: it must not block. A held ask costs the prompt its
-// place in the queue and nothing else until it reaches the screen.
+// operator answers: it must not block.
+//
+// Hold copies out of ask what the screen shows (cleaned and capped; the
+// long texts within the bounds of kept.go) and keeps nothing of ask
+// itself, its payload included: a held ask costs the prompt that summary
+// and its place in the queue.
 func (p *Prompt) Hold(ask *serve.Ask, done func(decision.Decision)) (withdraw func(cause error)) {
-	e := &entry{ask: ask, done: done}
+	e := hold(ask, p.home)
+	e.done = func(d decision.Decision) {
+		// Whatever this prompt answers (the operator, its timeout, its
+		// closing), the broker's review log says the tty terminal had it;
+		// the wire's decider stays the seed's {user, dialog}.
+		d.Terminal = TerminalTTY
+		done(d)
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		done(decision.NobodyAnswered(ReasonClosed))
+		e.done(decision.NobodyAnswered(ReasonClosed))
 		return func(error) {}
 	}
-	p.m.push(e, p.now())
+	now := p.now()
+	if p.timeout > 0 {
+		e.deadline = now.Add(p.timeout)
+	}
+	p.m.push(e, now)
+	held := p.m.held()
 	p.mu.Unlock()
 	p.poke()
+	p.notes.Ask(noteOf(ask, e, held))
 	return func(cause error) { p.withdraw(e, cause) }
 }
 
@@ -187,6 +244,7 @@ func (p *Prompt) Close() error {
 		p.closed = true
 		queued := p.m.drain()
 		p.mu.Unlock()
+		p.notes.Stop()
 		for _, e := range queued {
 			e.done(decision.NobodyAnswered(ReasonClosed))
 		}
@@ -240,7 +298,8 @@ func (p *Prompt) read() {
 }
 
 // loop owns the screen: it applies keys, redraws on every change, and
-// times the Escape key and the arming of a new ask.
+// times the Escape key and the frame's own changes (a new ask arms, the
+// time left ticks, once a second).
 func (p *Prompt) loop() {
 	defer close(p.loopDone)
 	var dec decoder
@@ -278,16 +337,10 @@ func (p *Prompt) apply(keys []key) {
 	if len(keys) == 0 {
 		return
 	}
-	type answer struct {
-		e *entry
-		d decision.Decision
-	}
 	var decided []answer
 	p.mu.Lock()
 	for _, k := range keys {
-		if e, d, ok := p.m.press(k, p.now()); ok {
-			decided = append(decided, answer{e, d})
-		}
+		decided = append(decided, p.m.press(k, p.now())...)
 	}
 	p.mu.Unlock()
 	for _, a := range decided {
@@ -295,27 +348,37 @@ func (p *Prompt) apply(keys []key) {
 	}
 }
 
-// redraw draws the current frame if it changed. It returns how long until
-// the ask on screen arms (the footer changes then), or 0.
+// redraw draws the current frame if it changed, after the alert if one
+// is due, in one write. It returns how long until the frame changes by
+// itself (the ask on screen arms, or its time left changes), or 0.
 func (p *Prompt) redraw() time.Duration {
 	cols, rows, err := p.dev.size()
-	if err != nil || cols < 1 || rows < 3 {
+	usable := err == nil && cols >= 1 && rows >= 3
+	p.mu.Lock()
+	alert := p.alert
+	p.alert = ""
+	if !usable {
 		// No usable size: nothing sensible can be drawn until a resize.
+		p.mu.Unlock()
+		if alert != "" {
+			_, _ = io.WriteString(p.dev, alert)
+		}
 		return 0
 	}
-	p.mu.Lock()
 	now := p.now()
 	lines := p.m.frame(cols, rows-2, p.session, now)
-	var wait time.Duration
+	wait := p.m.nextTick(now)
 	if p.m.head() != nil && !p.m.armed(now) {
-		wait = p.m.armedAt.Sub(now)
+		if arm := p.m.armedAt.Sub(now); wait == 0 || arm < wait {
+			wait = arm
+		}
 	}
 	p.mu.Unlock()
-	if out := p.scr.draw(lines, cols, rows); out != "" {
+	if out := alert + p.scr.draw(lines, cols, rows); out != "" {
 		if _, err := io.WriteString(p.dev, out); err != nil {
 			// Nothing to do but draw the whole frame again next time; the
 			// answers do not depend on the screen.
-			p.scr.last = ""
+			p.scr.invalidate()
 		}
 	}
 	return wait

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/seed6639df8c/courier/wire"
 )
 
 // Text attributes. Only the prompt's own frame uses them; untrusted text
@@ -27,27 +25,60 @@ const labelWidth = 11
 
 // frame lays out the prompt for a screen width columns wide with at most
 // rows lines: the idle line when nothing waits, else the ask on screen,
-// the count of those waiting, the current choice and a notice. Every line
-// fits the width. It records what it made of the units field (m.units),
-// which the scroll keys move on from.
+// the count of those waiting, the current choice and a notice; above
+// them, when the rows leave room, the last asks that left the screen.
+// Every line fits the width. It records what it made of the scrolling
+// windows (the units, the scope choice's grants, the whole view, the
+// list), which the scroll keys move on from.
 func (m *machine) frame(width, rows int, session string, now time.Time) []line {
+	out := m.frameBody(width, rows, session, now)
+	if room := rows - len(out); room > 0 && len(m.recent) > 0 {
+		recent := m.recentLines(width)
+		recent = recent[max(len(recent)-room, 0):]
+		out = append(recent, out...)
+	}
+	return out
+}
+
+// frameBody is the frame without the recent asks.
+func (m *machine) frameBody(width, rows int, session string, now time.Time) []line {
 	e := m.head()
 	if e == nil {
-		status := fmt.Sprintf(" courier · serving session %s · no asks waiting · %d answered ", session, m.answered)
+		status := fmt.Sprintf(" courier · serving session %s · no asks waiting · %s ", session, m.tally)
 		out := []line{{text: rule(status, width), sgr: sgrBold}}
+		if who := m.tally.breakdown(); who != "" {
+			out = append(out, line{text: "  answered " + who})
+		}
 		if m.notice != "" {
 			out = append(out, line{text: "  " + m.notice, sgr: sgrBold})
 		}
 		return fit(out, width, rows)
 	}
 
-	title := " Permission Required (Subagent) "
-	count := ""
-	if n := m.waiting(); n > 0 {
-		count = fmt.Sprintf(" %d more waiting ", n)
+	header := line{text: rule2(" Permission Required (Subagent) ", m.count(now), width), sgr: sgrBold}
+	footer := keyLines(m.help(now), width)
+	var notice []line
+	if m.notice != "" {
+		notice = []line{{text: "  ! " + m.notice, sgr: sgrBold}}
 	}
-	header := line{text: rule2(title, count, width), sgr: sgrBold}
+	if m.stage == stageWhole || m.stage == stageList {
+		var body []line
+		if m.stage == stageWhole {
+			body = m.wholeLines(width, rows-1-len(footer)-len(notice))
+		} else {
+			body = m.listLines(width, rows-1-len(footer)-len(notice), now)
+		}
+		out := append([]line{header}, body...)
+		out = append(out, footer...)
+		return fit(append(out, notice...), width, rows)
+	}
 
+	fixed := 1 + 1 + len(footer) + len(notice)
+	if m.stage == stageScope {
+		// The footer says whether the list of grants has been seen, which
+		// the list's layout decides: lay it out for the longer footer.
+		fixed += len(keyLines(m.scopeHelp(false), width)) - len(footer)
+	}
 	var choice []line
 	switch m.stage {
 	case stageChoose:
@@ -55,74 +86,126 @@ func (m *machine) frame(width, rows int, session string, now time.Time) []line {
 			choice = append(choice, optionLine(i == m.cursor, a))
 		}
 	case stageScope:
-		if m.grants == nil {
-			choice = append(choice, line{text: "  Apply this session grant (above) to:"})
-		} else {
-			choice = append(choice, line{text: "  Apply a session grant to:"})
-		}
-		for i, a := range scopeLabels(e.view.agent) {
-			choice = append(choice, optionLine(i == m.cursor, a))
-		}
-		if m.grants != nil {
-			choice = append(choice, editedLines(m.grants, e.suggested(), width)...)
-		}
+		// The list of grants keeps room for the essential fields above it.
+		const keepFields = 4
+		choice = m.scopeLines(e, width, rows-fixed-scopeHead-keepFields-1)
 	case stageEdit:
 		choice = m.editLines(width)
 	case stageReason:
 		choice = append(choice,
 			line{text: "  No, with a reason: the agent is told why"},
 			line{text: "  reason > " + tail(string(m.reason), width-12) + "█"})
-	}
-	footer := line{text: "  " + m.help(now)}
-	var notice []line
-	if m.notice != "" {
-		notice = []line{{text: "  ! " + m.notice, sgr: sgrBold}}
+	case stageDenyAll:
+		choice = m.denyAllLines()
 	}
 
-	fixed := 1 + 1 + len(choice) + 1 + len(notice)
+	var seen seenLines
+	if m.stage == stageScope {
+		seen = m.seenAfter(width)
+		footer = keyLines(m.scopeHelp(m.grantPane.total > 0 && seen.to >= m.grantPane.total-1), width)
+	}
 	// The units pane the operator scrolls is the one this frame shows.
-	fields, units := layoutFields(e.view.fields, width, rows-fixed, m.scroll)
+	fields, units := layoutFields(m.fields(e), width, rows-fixed-len(choice), m.scroll)
 	m.units = units
 	out := append([]line{header}, fields...)
 	out = append(out, line{})
 	out = append(out, choice...)
-	out = append(out, footer)
+	out = append(out, footer...)
 	out = append(out, notice...)
+	if m.stage == stageScope {
+		// The list counts as seen only if fit keeps all of it on a short
+		// screen (it drops the lines after the header first).
+		if listStart := 1 + len(fields) + 1 + scopeHead; len(out)-rows < listStart {
+			m.seen = seen
+		}
+	}
 	return fit(out, width, rows)
+}
+
+// keyLines is the footer: the keys, " · " between them, on as many lines
+// as the width needs (a key is never cut off the end).
+func keyLines(keys []string, width int) []line {
+	var out []line
+	cur := ""
+	for _, k := range keys {
+		switch {
+		case cur == "":
+			cur = "  " + k
+		case columns(cur)+3+columns(k) <= width:
+			cur += " · " + k
+		default:
+			out = append(out, line{text: cur})
+			cur = "  " + k
+		}
+	}
+	return append(out, line{text: cur})
+}
+
+// count says how many asks wait behind the one on screen, and from how
+// many requesters, and how long the one on screen has left when a prompt
+// timeout is set; "" when there is nothing to say.
+func (m *machine) count(now time.Time) string {
+	var parts []string
+	if n := m.waiting(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d more waiting, from %d %s", n, m.q.sessions, plural(m.q.sessions, "session", "sessions")))
+	}
+	if left := timeLeft(m.cur, now); left != "" {
+		parts = append(parts, left)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, " · ") + " "
+}
+
+// fields are the fields of the ask on screen: the grants the whole
+// session would record go before what the child wrote, except in the
+// scope choice, which lists them itself.
+func (m *machine) fields(e *entry) []field {
+	if !e.grantable() || m.stage == stageScope {
+		return e.view.fields
+	}
+	out := make([]field, 0, len(e.view.fields)+1)
+	added := false
+	for _, f := range e.view.fields {
+		if f.gutter && !added {
+			out, added = append(out, grantField(m.wholeGrants(e))), true
+		}
+		out = append(out, f)
+	}
+	if !added {
+		out = append(out, grantField(m.wholeGrants(e)))
+	}
+	return out
 }
 
 // help is the footer: the keys of the current choice, or a hint that keys
 // do not count yet.
-func (m *machine) help(now time.Time) string {
+func (m *machine) help(now time.Time) []string {
+	if m.stage == stageWhole {
+		return []string{"↑/↓ scroll", "pgdn/pgup a page", "esc, v or q goes back", "this view answers nothing"}
+	}
+	if m.stage == stageList {
+		return []string{"↑/↓ move", "pgdn/pgup a page", "enter shows the ask", "esc, l or q goes back", "this list answers nothing"}
+	}
 	if !m.armed(now) {
-		return "(a new ask: keys count in a moment)"
+		return []string{"(a new ask: keys count in a moment)"}
 	}
 	switch m.stage {
 	case stageScope:
-		return "↑/↓ move · enter picks · 1 or 2 · e edits the whole-session grant · esc = this subagent only"
+		return m.scopeHelp(m.grantsSeen())
 	case stageReason:
-		return "type the reason · enter sends · esc goes back · ctrl-u clears"
+		return []string{"type the reason", "enter sends", "esc goes back", "ctrl-u clears"}
 	case stageEdit:
-		return "type the pattern · enter accepts · esc cancels the edit · ctrl-u clears"
+		return []string{"type the pattern", "enter accepts", "esc cancels the edit", "ctrl-u clears"}
+	case stageDenyAll:
+		return []string{"y denies them all", "n or esc goes back"}
 	}
-	return "↑/↓ move · enter picks · or press y s n r"
-}
-
-// editedLines lists, under the whole session, the grants it records once
-// the operator edited them, marking those that differ from the child's
-// suggestion (which the subagent's answer records).
-func editedLines(grants, suggested []wire.SuggestedGrant, width int) []line {
-	var out []line
-	for i, g := range grants {
-		text := "records " + Clean(g.Surface, capShort) + ": " + Clean(g.Pattern, 0)
-		if i < len(suggested) && g != suggested[i] {
-			text += "  (edited)"
-		}
-		for _, w := range wrapHanging(text, width-8, 8) {
-			out = append(out, line{text: "        " + w})
-		}
+	keys := []string{"↑/↓ move", "enter picks", "or press y s n r", "v shows the whole ask", "D denies all from this session"}
+	if n := m.waiting(); n > 0 {
+		keys = append(keys, fmt.Sprintf("l lists the %d waiting", n))
 	}
-	return out
+	return keys
 }
 
 // editLines is the grant editor: which grant, its pattern being typed, and
@@ -170,16 +253,24 @@ func layoutFields(fields []field, width, rows, top int) ([]line, pane) {
 		return out
 	}
 	lay := func(f field, wrap int) []line {
-		if f.scroll {
-			// The last layout of the one scrolling field is the one shown:
+		switch {
+		case f.scroll && f.pane:
+			// The last layout of the scroll keys' field is the one shown:
 			// it is never dropped.
 			var texts []string
 			texts, pn = layScroll(f, text, wrap, top)
 			return labelled(f.label, texts)
+		case f.scroll:
+			texts, _ := layScroll(f, text, wrap, 0)
+			return labelled(f.label, texts)
+		case f.gutter:
+			return layGutter(f, width, wrap)
+		case f.whole != "":
+			return labelled(f.label, headTail(f.texts()[0], text, wrap, f.whole))
 		}
 		var out []line
-		for _, l := range f.lines {
-			for j, w := range wrapText(l, text, wrap, f.note) {
+		for _, l := range f.texts() {
+			for j, w := range wrapText(l, text, wrap, "") {
 				label := ""
 				if len(out) == 0 && j == 0 {
 					label = f.label
@@ -209,7 +300,7 @@ func layoutFields(fields []field, width, rows, top int) ([]line, pane) {
 		for total > rows {
 			longest := -1
 			for i := range all {
-				if len(all[i].lines) > limit && all[i].wrap > 1 && (longest < 0 || len(all[i].lines) > len(all[longest].lines)) {
+				if len(all[i].lines) > limit && all[i].wrap > max(all[i].f.min, 1) && (longest < 0 || len(all[i].lines) > len(all[longest].lines)) {
 					longest = i
 				}
 			}
@@ -217,7 +308,7 @@ func layoutFields(fields []field, width, rows, top int) ([]line, pane) {
 				return
 			}
 			a := &all[longest]
-			a.wrap = max(min(a.wrap, len(a.lines))-1, 1)
+			a.wrap = max(min(a.wrap, len(a.lines))-1, a.f.min, 1)
 			total -= len(a.lines)
 			a.lines = lay(a.f, a.wrap)
 			total += len(a.lines)
@@ -235,6 +326,22 @@ func layoutFields(fields []field, width, rows, top int) ([]line, pane) {
 		out = append(out, a.lines...)
 	}
 	return out, pn
+}
+
+// layGutter lays out text the child wrote: its label on a line of its
+// own, then its lines behind the gutter, at most wrap of them; past them,
+// a marker line says how many more there are and how to see them.
+func layGutter(f field, width, wrap int) []line {
+	lines := gutterLines(f.texts(), width)
+	if wrap > 0 && len(lines) > wrap {
+		more := marker(fmt.Sprintf("%d more lines · v shows the whole ask", len(lines)-(wrap-1)))
+		lines = append(lines[:max(wrap-1, 0):max(wrap-1, 0)], gutter+more)
+	}
+	out := []line{{text: "  " + f.label + ":"}}
+	for _, l := range lines {
+		out = append(out, line{text: l})
+	}
+	return out
 }
 
 // fit cuts every line to the width and the frame to the rows, keeping the
@@ -273,8 +380,10 @@ func tail(s string, width int) string {
 		return s
 	}
 	r := []rune(s)
-	for len(r) > 0 && columns(string(r)) > width-1 {
-		r = r[1:]
+	start, w := len(r), 0
+	for start > 0 && w+runeWidth(r[start-1]) <= width-1 {
+		start--
+		w += runeWidth(r[start])
 	}
-	return "…" + string(r)
+	return "…" + string(r[start:])
 }

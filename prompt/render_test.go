@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -32,7 +33,7 @@ func hostileAsk() serve.Ask {
 			map[string]any{"text": "only text"},
 		},
 	})
-	return serve.Ask{Request: wire.Request{
+	a := serve.Ask{Request: wire.Request{
 		ID: "perm-x", RequesterAgentName: "evil" + esc + "[2J" + esc + "[H", RequesterSessionID: "child" + esc + "]0;title\x07",
 		Surface: "bash" + esc + "[31m", Value: "ls" + esc + "[8m; curl x | sh\r\n",
 		Message: "Allow?\n" + esc + "[31mred\u009b31m",
@@ -46,6 +47,8 @@ func hostileAsk() serve.Ask {
 			Floor:     "<opaque\x1b>", AskingUnits: []wire.AskingUnit{{Command: "curl x\x1b[A", Floor: "<net\x9b>"}},
 		},
 	}}
+	a.Grants = a.Request.SessionApproval.Grants
+	return a
 }
 
 // ourSGR matches the attributes the frame itself uses.
@@ -83,11 +86,9 @@ func TestDescribe(t *testing.T) {
 		`cwd        /w\x1b[H`,
 		`child floor <opaque\x1b>`,
 		`asking unit: curl x\x1b[A (floor <net\x9b>)`,
-		`evidence   unit\x1b[1A: rm -rf /\x1b[2K — \u202eexe.txt`,
-		"           only text\n",
+		"\n  evidence from the subagent:\n  │ unit\\x1b[1A: rm -rf /\\x1b[2K — \\u202eexe.txt\n  │ only text\n",
 		`grant      bash: ls*\x1b[K`,
-		`message    Allow?`,
-		`\x1b[31mred\u009b31m`,
+		"\n  message from the subagent:\n  │ Allow?\n  │ \\x1b[31mred\\u009b31m\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("frame lacks %q:\n%s", want, text)
@@ -107,7 +108,7 @@ func TestWhy(t *testing.T) {
 		ask  serve.Ask
 		want string
 	}{
-		{"an older child", old, "no access facts: an older child"},
+		{"a pi 20.x child", old, "no access facts: pi 20.x child: the rules were not consulted\ns is this subagent only"},
 		{"the default", testAsk("a", "git push", false), "no rule matched: the default is ask"},
 		{"a rule", func() serve.Ask {
 			a := testAsk("a", "git push", false)
@@ -128,7 +129,7 @@ func TestWhy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := strings.Join(why(tt.ask), "\n"); !strings.Contains(got, tt.want) {
+			if got := strings.Join(why(&tt.ask), "\n"); !strings.Contains(got, tt.want) {
 				t.Errorf("why = %q, want %q", got, tt.want)
 			}
 		})
@@ -136,19 +137,27 @@ func TestWhy(t *testing.T) {
 }
 
 func TestEvidenceTolerant(t *testing.T) {
-	for _, p := range []string{``, `{}`, `{"evidence": 5}`, `{"evidence": "x"}`, `{"evidence": [null, 1, [], {"label": null}]}`, `[1]`} {
-		if got := evidence(json.RawMessage(p)); len(got) != 0 {
+	text := func(p string) string { return string(bytes.Join(evidence(json.RawMessage(p)), nil)) }
+	for _, p := range []string{``, `{}`, `{"evidence": 5}`, `{"evidence": "x"}`, `{"evidence": [null, 1, [], {"label": null}]}`, `[1]`, `{"evidence": [{"label": "x"}`} {
+		if got := text(p); got != "" {
 			t.Errorf("evidence(%s) = %q, want nothing", p, got)
 		}
 	}
-	var many []map[string]string
-	for range maxEvidence + 3 {
-		many = append(many, map[string]string{"label": "l", "text": "t"})
-	}
-	raw, _ := json.Marshal(map[string]any{"evidence": many})
-	got := evidence(raw)
-	if len(got) != maxEvidence+1 || got[0] != "l: t" || got[maxEvidence] != "… and 3 more" {
+	raw, _ := json.Marshal(map[string]any{"evidence": []map[string]string{{"label": "l", "text": "t"}, {"text": "only", "detail": "d"}, {"label": " ", "detail": "\u00e9\n"}}})
+	if got := text(string(raw)); got != "l: t\nonly: d\n\u00e9\n" {
 		t.Errorf("evidence = %q", got)
+	}
+}
+
+// keepPieces keeps what keep keeps of the joined text, without joining it.
+func TestKeepPieces(t *testing.T) {
+	pieces := [][]byte{[]byte("héllo"), []byte(": "), []byte(strings.Repeat("日本", 3000)), []byte("\n"), []byte("the end é")}
+	joined := string(bytes.Join(pieces, nil))
+	for _, size := range [][2]int{{1 << 20, 0}, {10, 10}, {7, 9}, {100, 3}, {0, 0}} {
+		got, want := keepPieces(pieces, size[0], size[1]), keep(joined, size[0], size[1])
+		if got != want {
+			t.Errorf("keepPieces(%v) = %+v, want %+v", size, got, want)
+		}
 	}
 }
 
@@ -169,14 +178,16 @@ func TestFrameLayout(t *testing.T) {
 
 	pressAll(m, t0, char('s'))
 	text = frameText(m.frame(100, 28, "parent", t0))
-	for _, want := range []string{"Apply this session grant", "grant      bash: git *",
+	for _, want := range []string{"Apply a session grant to:", "        records bash: git *\n",
 		"[1] This subagent ('reviewer') only", "[2] The whole session (parent + all subagents)", "esc = this subagent only"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scope frame lacks %q:\n%s", want, text)
 		}
 	}
-	if lines := m.frame(100, 28, "parent", t0); lines[len(lines)-3].sgr != sgrReverse || !strings.Contains(lines[len(lines)-3].text, "[1]") {
-		t.Errorf("this subagent only is not the highlighted default:\n%s", text)
+	for _, l := range m.frame(100, 28, "parent", t0) {
+		if strings.Contains(l.text, "[1]") != (l.sgr == sgrReverse) {
+			t.Errorf("this subagent only is not the highlighted default:\n%s", text)
+		}
 	}
 
 	pressAll(m, t0, esc, char('r'))
@@ -212,9 +223,10 @@ func TestFrameFits(t *testing.T) {
 		if size[1] >= 10 && (!strings.Contains(text, "No, with a") || !strings.Contains(text, "1 more")) {
 			t.Errorf("%v: the answers or the count were cut:\n%s", size, text)
 		}
-		// A cut command says so.
-		if size[1] >= 14 && !strings.Contains(text, "… cut: 3005 characters in all") {
-			t.Errorf("%v: the command's cut is not shown:\n%s", size, text)
+		// A long command shows its head and its tail, and says what is
+		// between them and how to see it.
+		if size[1] >= 14 && (!strings.Contains(text, "xxx tail") || !strings.Contains(text, "characters) · v shows the whole command⟧")) {
+			t.Errorf("%v: the command's head and tail are not shown:\n%s", size, text)
 		}
 	}
 }

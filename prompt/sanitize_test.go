@@ -71,9 +71,9 @@ func TestCleanCap(t *testing.T) {
 	}
 }
 
-func TestCleanLines(t *testing.T) {
-	got := cleanLines("one\r\ntwo\x1b[1A\nthree\nfour\nfive\n\n", 0, 3)
-	want := []string{"one", `two\x1b[1A`, "… 3 more lines"}
+func TestCleanBlock(t *testing.T) {
+	got := cleanBlock("one\r\ntwo\x1b[1A\n\n\n \t\nthree\n\nfour\n\n  \n")
+	want := []string{"one", `two\x1b[1A`, "⟦3 blank lines⟧", "three", "", "four"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -110,6 +110,11 @@ func FuzzClean(f *testing.F) {
 		max = max % 200
 		got := Clean(s, max)
 		assertInert(t, got)
+		// Markers are the prompt's: the child's brackets never pass.
+		if utf8.ValidString(s) && !strings.ContainsAny(s, " \t\n\r") && !strings.ContainsFunc(s, func(r rune) bool { return !printable(r) }) &&
+			strings.ContainsAny(got, "⟦⟧") {
+			t.Errorf("Clean(%q) = %q shows a marker bracket with no run to mark", s, got)
+		}
 		if max > 0 && columns(got) > max {
 			t.Errorf("Clean(%q, %d) is %d columns wide", s, max, columns(got))
 		}

@@ -25,13 +25,18 @@ type screen struct {
 	height int
 	// cols and rows are the terminal's size at the last draw.
 	cols, rows int
-	// last is the last frame drawn, to skip redrawing an unchanged one.
-	last string
+	// last is the last frame drawn, to skip redrawing an unchanged one;
+	// lines are its lines, to redraw only those that changed (the time
+	// left ticks once a second: one line).
+	last  string
+	lines []line
 }
 
 // draw returns the bytes that show lines as the frame at the bottom of a
-// terminal of the given size; "" when nothing changed. The caller keeps
-// len(lines) <= rows-2 so that the scrolling region has two lines at least.
+// terminal of the given size; "" when nothing changed. A frame of the
+// same height on a terminal of the same size rewrites only the lines that
+// changed. The caller keeps len(lines) <= rows-2 so that the scrolling
+// region has two lines at least.
 func (s *screen) draw(lines []line, cols, rows int) string {
 	var body strings.Builder
 	for _, l := range lines {
@@ -43,6 +48,7 @@ func (s *screen) draw(lines []line, cols, rows int) string {
 	}
 	s.last = body.String()
 	h := len(lines)
+	same := !resized && h == s.height && len(s.lines) == h
 	var b strings.Builder
 	b.WriteString("\x1b[?25l") // the cursor is parked above the frame: hide it
 	if resized && s.height > 0 {
@@ -67,11 +73,21 @@ func (s *screen) draw(lines []line, cols, rows int) string {
 		fmt.Fprintf(&b, "\x1b[%d;1H\x1b[2K", r)
 	}
 	for i, l := range lines {
+		if same && s.lines[i] == l {
+			continue
+		}
 		fmt.Fprintf(&b, "\x1b[%d;1H\x1b[2K%s%s%s", rows-h+1+i, l.sgr, l.text, sgrReset)
 	}
 	b.WriteString("\x1b[?7h\x1b8")
 	s.height, s.cols, s.rows = h, cols, rows
+	s.lines = append(s.lines[:0], lines...)
 	return b.String()
+}
+
+// invalidate forgets what the terminal shows (a write failed): the next
+// draw draws the whole frame.
+func (s *screen) invalidate() {
+	s.last, s.lines = "", nil
 }
 
 // clear returns the bytes that remove the frame and give the whole
@@ -80,6 +96,7 @@ func (s *screen) clear() string {
 	if s.height == 0 {
 		return ""
 	}
-	s.height, s.last = 0, ""
+	s.height = 0
+	s.invalidate()
 	return "\x1b7\x1b[r\x1b8\x1b[J\x1b[?7h\x1b[?25h"
 }

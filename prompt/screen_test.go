@@ -17,6 +17,10 @@ type vt struct {
 	top, bot int
 	saved    [2]int
 	noWrap   bool
+	// bells counts BEL outside a string sequence; strings are the OSC
+	// and DCS sequences written (their text, ESC ] or ESC P included).
+	bells   int
+	strings []string
 }
 
 func newVT(w, h int) *vt {
@@ -47,6 +51,28 @@ func (v *vt) write(s string) {
 			v.lineFeed()
 		case r == '\r':
 			v.col = 0
+		case r == '\a':
+			v.bells++
+		case r == 0x1b && i+1 < len(rs) && (rs[i+1] == ']' || rs[i+1] == 'P'):
+			// A string sequence: to BEL, or to ST (ESC \) for both; a
+			// doubled ESC inside tmux's passthrough is part of it.
+			j := i + 2
+			for j < len(rs) {
+				if rs[i+1] == ']' && rs[j] == '\a' {
+					break
+				}
+				if rs[j] == 0x1b && j+1 < len(rs) && rs[j+1] == 0x1b {
+					j += 2
+					continue
+				}
+				if rs[j] == 0x1b && j+1 < len(rs) && rs[j+1] == '\\' {
+					j++
+					break
+				}
+				j++
+			}
+			v.strings = append(v.strings, string(rs[i:min(j+1, len(rs))]))
+			i = j
 		case r == 0x1b && i+1 < len(rs) && rs[i+1] == '7':
 			v.saved = [2]int{v.row, v.col}
 			i++

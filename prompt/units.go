@@ -23,6 +23,11 @@ const (
 	// alignCommands is the widest command that the deciders are aligned
 	// after; a longer one is followed by two spaces.
 	alignCommands = 40
+	// keepUnitHead and keepUnitTail bound what is kept of one unit's
+	// command: units come from a line of at most bashunits.MaxLen bytes,
+	// or from the child's asking units.
+	keepUnitHead = 6 << 10
+	keepUnitTail = 2 << 10
 )
 
 // showUnits reports whether an ask's units get a field of their own: a
@@ -41,26 +46,21 @@ func showUnits(units []rules.UnitResolution) bool {
 }
 
 // unitsField lists every unit, in source order, one line each: its
-// action, its command (cleaned, capped like the command) and what decided
-// it.
+// action, its command (kept like the value, cleaned when drawn) and what
+// decided it.
 func unitsField(units []rules.UnitResolution) field {
-	commands := make([]string, len(units))
-	align := 0
-	for i, u := range units {
-		commands[i] = Clean(u.Command, capValue)
-		if commands[i] == "" {
-			commands[i] = "(empty)"
-		}
-		if c := columns(commands[i]); c <= alignCommands {
-			align = max(align, c)
-		}
+	type row struct {
+		action, decider string
+		command         kept
 	}
+	rows := make([]row, len(units))
 	count := map[rules.Action]int{}
-	lines := make([]string, len(units))
 	for i, u := range units {
 		count[u.Action]++
-		pad := strings.Repeat(" ", max(align-columns(commands[i]), 0))
-		lines[i] = fmt.Sprintf("%-*s%s%s  %s", actionColumn, Clean(string(u.Action), capShort), commands[i], pad, decider(u))
+		rows[i] = row{
+			action: Clean(string(u.Action), capShort), decider: decider(u),
+			command: keep(u.Command, keepUnitHead, keepUnitTail),
+		}
 	}
 	var counts []string
 	for _, a := range []rules.Action{rules.Allow, rules.Ask, rules.Deny} {
@@ -68,9 +68,29 @@ func unitsField(units []rules.UnitResolution) field {
 			counts = append(counts, fmt.Sprintf("%d %s", count[a], a))
 		}
 	}
+	lazy := func() []string {
+		commands := make([]string, len(rows))
+		align := 0
+		for i, r := range rows {
+			commands[i] = r.command.line()
+			if commands[i] == "" {
+				commands[i] = "(empty)"
+			}
+			if c := columns(commands[i]); c <= alignCommands {
+				align = max(align, c)
+			}
+		}
+		lines := make([]string, len(rows))
+		for i, r := range rows {
+			pad := strings.Repeat(" ", max(align-columns(commands[i]), 0))
+			lines[i] = fmt.Sprintf("%-*s%s%s  %s", actionColumn, r.action, commands[i], pad, r.decider)
+		}
+		return lines
+	}
 	return field{
-		label: "units", lines: lines, wrap: unitWindow, rank: rankEssential,
+		label: "units", lazy: lazy, wrap: unitWindow, rank: rankEssential,
 		scroll: true, hang: actionColumn, tally: strings.Join(counts, ", "),
+		more: "pgdn/pgup scroll", pane: true,
 	}
 }
 
@@ -119,10 +139,11 @@ func unitRule(r rules.Rule) string {
 	return s
 }
 
-// pane is what a frame made of the scrolling field: the line it starts
-// at, how many it shows at once, and the furthest it can start.
+// pane is what a frame made of a scrolling field: the line it starts
+// at, how many it shows at once, the furthest it can start, and how many
+// lines the field has in all.
 type pane struct {
-	top, page, last int
+	top, page, last, total int
 }
 
 // layScroll lays out a scrolling field for a text column width wide:
@@ -132,8 +153,9 @@ type pane struct {
 // says which of the field's entries it shows and how to see the rest.
 func layScroll(f field, width, height, top int) ([]string, pane) {
 	var all []string
-	var entry []int // entry[i] is the f.lines index screen line i belongs to
-	for i, l := range f.lines {
+	var entry []int // entry[i] is the index of the line screen line i belongs to
+	texts := f.texts()
+	for i, l := range texts {
 		for _, w := range wrapHanging(l, width, f.hang) {
 			all = append(all, w)
 			entry = append(entry, i)
@@ -141,7 +163,7 @@ func layScroll(f field, width, height, top int) ([]string, pane) {
 	}
 	height = max(height, 1)
 	if len(all) <= height {
-		return all, pane{page: len(all)}
+		return all, pane{page: len(all), total: len(all)}
 	}
 	last := len(all) - height
 	top = min(max(top, 0), last)
@@ -153,12 +175,15 @@ func layScroll(f field, width, height, top int) ([]string, pane) {
 	case last:
 		more = "↑"
 	}
-	note := fmt.Sprintf("%s %s %d–%d of %d shown", more, f.label, entry[top]+1, entry[top+height-1]+1, len(f.lines))
+	note := fmt.Sprintf("%s %s %d–%d of %d shown", more, f.label, entry[top]+1, entry[top+height-1]+1, len(texts))
 	if f.tally != "" {
 		note += " (" + f.tally + ")"
 	}
-	out = append(out, cut(note+" · pgdn/pgup scroll", width))
-	return out, pane{top: top, page: height, last: last}
+	if f.more != "" {
+		note += " · " + f.more
+	}
+	out = append(out, cut(note, width))
+	return out, pane{top: top, page: height, last: last, total: len(all)}
 }
 
 // wrapHanging wraps an already clean string to width columns, its

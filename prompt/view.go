@@ -1,11 +1,18 @@
 package prompt
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
-	"unicode/utf8"
+	"time"
 
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
 	"github.com/seed6639df8c/courier/wire"
@@ -14,15 +21,17 @@ import (
 // Caps on what one ask may put on the screen. The value is the thing the
 // operator decides on, so it gets the most room; the rest is context.
 const (
-	capShort       = 80   // agent names, session ids, surfaces
-	capValue       = 8192 // the command or path, before wrapping
-	capLine        = 400  // one line of message, evidence, cwd, a pattern
+	capShort       = 80  // agent names, session ids, surfaces
+	capLine        = 400 // one line of why, cwd, a match value
 	valueLines     = 8
 	messageLines   = 4
-	maxEvidence    = 6
-	maxGrants      = 4
+	evidenceLines  = 4
+	grantLines     = 6
 	maxAskingUnits = 4
 	maxMatchValues = 3
+	// maxKey is the longest requester id kept as it is; a longer one is
+	// kept as its digest.
+	maxKey = 256
 )
 
 // field is one labelled part of an ask's description: clean text lines,
@@ -30,34 +39,57 @@ const (
 type field struct {
 	label string
 	lines []string
-	// wrap is how many screen lines each line may take.
-	wrap int
-	// note replaces the last allowed screen line of a line that needs
-	// more (see wrapText).
-	note string
+	// lazy, when set, makes the lines when the field is laid out: long
+	// texts are kept raw and cleaned only for the ask on screen.
+	lazy func() []string
+	// wrap is how many screen lines each line may take; min is the
+	// fewest that shrinking a short screen leaves (0: 1).
+	wrap, min int
+	// whole, when set, marks the field's one line as a long value: one
+	// that needs more than wrap lines shows its head and its tail and a
+	// marker line between that says how to see whole (see headTail).
+	whole string
+	// gutter marks text the child wrote: its label is a line of its own
+	// and every line of the text is drawn behind the gutter (see
+	// layGutter), so that no line of it can pass for the broker's.
+	gutter bool
 	// rank orders what goes first when the screen is short: higher stays.
 	rank int
 	// scroll marks a field that is never cut (the units): each line is
 	// wrapped in full, continuing under its hang, and wrap is the height
 	// of the window that shows them; what does not fit is scrolled to,
 	// and a note line says so (see layScroll). tally sums the lines up
-	// for that note.
+	// for that note; more says how to see the rest; pane marks the one
+	// field the scroll keys move.
 	scroll bool
 	hang   int
 	tally  string
+	more   string
+	pane   bool
 }
 
-// view is an ask as the operator sees it, made safe once when the ask
-// arrives: every string in it went through Clean.
+// texts returns the field's clean lines.
+func (f field) texts() []string {
+	if f.lazy != nil {
+		return f.lazy()
+	}
+	return f.lines
+}
+
+// view is an ask as the operator sees it. It is made when the ask is held
+// and keeps only what the screen shows: short strings cleaned and capped,
+// long texts kept raw within bounds (see kept), nothing that shares
+// memory with the request.
 type view struct {
 	// agent is the requesting agent's name, for the scope choice's label.
 	agent  string
 	fields []field
-	// grants are the patterns a session grant would record, "surface:
-	// pattern", for the scope choice.
-	grants []string
 	// summary is one line naming the ask, for notices about it.
 	summary string
+	// valueLabel names the value ("command", "path"); value, message and
+	// evidence are what the whole view shows.
+	valueLabel               string
+	value, message, evidence kept
 }
 
 // Field ranks: what survives a short screen.
@@ -68,10 +100,91 @@ const (
 	rankEssential
 )
 
-// describe makes the view of an ask, once, when it arrives: every string
-// the child sent is cleaned here and nowhere later.
-func describe(ask serve.Ask) view {
-	req := ask.Request
+// requesterID names whoever sent an ask, for the queue's fair share: its
+// session, or when it gave none its agent name, or its process id.
+type requesterID struct {
+	key   string
+	label string
+}
+
+func requesterOf(req *wire.Request) requesterID {
+	id := func(kind, s string) string {
+		if len(s) > maxKey {
+			sum := sha256.Sum256([]byte(s))
+			return kind + "#" + hex.EncodeToString(sum[:])
+		}
+		return kind + ":" + s
+	}
+	switch {
+	case req.RequesterSessionID != "":
+		return requesterID{id("session", req.RequesterSessionID), "session " + Clean(req.RequesterSessionID, capShort)}
+	case req.RequesterAgentName != "":
+		return requesterID{id("agent", req.RequesterAgentName), "agent '" + Clean(req.RequesterAgentName, capShort) + "'"}
+	case req.RequesterPID != 0:
+		pid := strconv.Itoa(req.RequesterPID)
+		return requesterID{"pid:" + pid, "process " + pid}
+	}
+	return requesterID{"unnamed", "an unnamed requester"}
+}
+
+// entry is one ask held at the prompt: what the screen shows of it and
+// what an answer needs, nothing else (serve.Holder: the ask is not kept).
+type entry struct {
+	view *view
+	// grants are the whole-session grants the broker admitted
+	// (serve.Ask.Grants); targets[i] are what grants[i] was suggested
+	// for, which an edit of it must still match (see suggestedFor).
+	grants  []wire.SuggestedGrant
+	targets [][]string
+	// from is the requester; owner its place in the queue, seq the ask's.
+	from  requesterID
+	owner *requester
+	seq   uint64
+	// deadline is when the prompt timeout withdraws the ask; zero when
+	// none is set.
+	deadline time.Time
+	// done hears the ask's fate, once: whoever takes the entry out of the
+	// queue (an answer, a withdrawal, Close) calls it, outside the lock.
+	done func(decision.Decision)
+	// prev and next link the requester's asks; queued says the entry is
+	// waiting or on screen.
+	prev, next *entry
+	queued     bool
+}
+
+// newEntry is hold for tests: an ask, no home directory.
+func newEntry(ask serve.Ask) *entry { return hold(&ask, "") }
+
+// hold makes the entry of an ask: its view and what an answer needs,
+// copied out of the ask, so that the caller's ask (and its payload) can
+// go as soon as this returns. home expands `~` in a suggested pattern
+// when the editor works out what it was suggested for.
+func hold(ask *serve.Ask, home string) *entry {
+	v := describe(ask)
+	e := &entry{view: &v, from: requesterOf(&ask.Request)}
+	if ask.Request.AccessIntent == nil {
+		// A whole-session grant is consulted only for asks that carry
+		// access facts, never for the next ask of a child that sends
+		// none (serve.Ask): offering it would record nothing useful.
+		return e
+	}
+	for _, g := range ask.Grants {
+		g = wire.SuggestedGrant{Surface: strings.Clone(g.Surface), Pattern: strings.Clone(g.Pattern)}
+		e.grants = append(e.grants, g)
+		e.targets = append(e.targets, suggestedFor(ask, g, home))
+	}
+	return e
+}
+
+// grantable reports whether "yes, for this session" offers the scope
+// choice: only when the broker admitted grants the whole session would
+// record.
+func (e *entry) grantable() bool { return len(e.grants) > 0 }
+
+// describe makes the view of an ask: every string the child sent is
+// cleaned here or, for the long ones kept raw, when drawn.
+func describe(ask *serve.Ask) view {
+	req := &ask.Request
 	intent := req.AccessIntent
 	v := view{agent: Clean(req.RequesterAgentName, capShort)}
 
@@ -98,13 +211,17 @@ func describe(ask serve.Ask) view {
 	if value == "" && intent != nil && len(intent.MatchValues) > 0 {
 		value = intent.MatchValues[0]
 	}
-	cleanValue := Clean(value, capValue)
-	if cleanValue == "" {
-		cleanValue = "(not given)"
-	}
+	v.valueLabel = valueLabel(surface, intent)
+	v.value = keep(value, keepValueHead, keepValueTail)
+	kv := v.value
 	v.add(field{
-		label: valueLabel(surface, intent), lines: []string{cleanValue}, wrap: valueLines, rank: rankEssential,
-		note: fmt.Sprintf("… cut: %d characters in all, the rest is not shown", utf8.RuneCountInString(value)),
+		label: v.valueLabel, wrap: valueLines, min: 3, rank: rankEssential, whole: "the whole " + v.valueLabel,
+		lazy: func() []string {
+			if kv.empty() {
+				return []string{"(not given)"}
+			}
+			return []string{kv.line()}
+		},
 	})
 	v.summary = fmt.Sprintf("'%s' %s", v.agent, cut(Clean(value, capShort), 40))
 	if units := ask.Resolution.Units; showUnits(units) {
@@ -113,15 +230,27 @@ func describe(ask serve.Ask) view {
 
 	if intent != nil {
 		var also []string
+		hidden := 0 // aliases past maxMatchValues: said, never dropped silently
 		seen := map[string]bool{value: true}
 		for _, m := range intent.MatchValues {
-			if !seen[m] && len(also) < maxMatchValues {
-				also = append(also, Clean(m, capLine))
+			if !seen[m] {
+				if len(also) < maxMatchValues {
+					also = append(also, Clean(m, capLine))
+				} else {
+					hidden++
+				}
 			}
 			seen[m] = true
 		}
-		if b := intent.BoundaryValue; b != nil && !seen[*b] && len(also) < maxMatchValues {
-			also = append(also, Clean(*b, capLine)+" (boundary)")
+		if b := intent.BoundaryValue; b != nil && !seen[*b] {
+			if len(also) < maxMatchValues {
+				also = append(also, Clean(*b, capLine)+" (boundary)")
+			} else {
+				hidden++
+			}
+		}
+		if hidden > 0 {
+			also = append(also, fmt.Sprintf("… and %d more", hidden))
 		}
 		if len(also) > 0 {
 			v.add(field{label: "matched as", lines: also, wrap: 1, rank: rankWhy})
@@ -133,28 +262,35 @@ func describe(ask serve.Ask) view {
 
 	v.add(field{label: "why", lines: why(ask), wrap: 2, rank: rankWhy})
 
-	if req.Message != "" {
-		v.add(field{label: "message", lines: cleanLines(req.Message, capLine, messageLines), wrap: 2, rank: rankMessage})
+	// What the child wrote in its own words goes last, behind the gutter.
+	if v.message = keep(req.Message, keepContextHead, keepContextTail); !v.message.empty() {
+		v.add(field{label: "message from the subagent", lazy: v.message.block, wrap: messageLines, gutter: true, rank: rankMessage})
 	}
-	if ev := evidence(req.Payload); len(ev) > 0 {
-		v.add(field{label: "evidence", lines: ev, wrap: 1, rank: rankContext})
-	}
-	if sa := req.SessionApproval; sa != nil {
-		for i, g := range sa.Grants {
-			if i == maxGrants {
-				v.grants = append(v.grants, fmt.Sprintf("… and %d more (s, then e, shows each)", len(sa.Grants)-i))
-				break
-			}
-			v.grants = append(v.grants, Clean(g.Surface, capShort)+": "+Clean(g.Pattern, capLine))
-		}
-		if len(v.grants) > 0 {
-			v.add(field{label: "grant", lines: v.grants, wrap: 1, rank: rankEssential})
-		}
+	if v.evidence = keepPieces(evidence(req.Payload), keepContextHead, keepContextTail); !v.evidence.empty() {
+		v.add(field{label: "evidence from the subagent", lazy: v.evidence.block, wrap: evidenceLines, gutter: true, rank: rankContext})
 	}
 	return v
 }
 
 func (v *view) add(f field) { v.fields = append(v.fields, f) }
+
+// grantField lists the grants the whole session would record, each in
+// full; past its window, a last line says how to see every one.
+func grantField(grants []wire.SuggestedGrant) field {
+	lines := make([]string, len(grants))
+	for i, g := range grants {
+		lines[i] = grantText(g)
+	}
+	return field{
+		label: "grant", lines: lines, wrap: grantLines, rank: rankEssential,
+		scroll: true, hang: 2, more: "s lists every one in full",
+	}
+}
+
+// grantText shows a grant, cleaned and whole.
+func grantText(g wire.SuggestedGrant) string {
+	return Clean(g.Surface, 0) + ": " + Clean(g.Pattern, 0)
+}
 
 // valueLabel names the value the way the operator thinks of it.
 func valueLabel(surface string, intent *wire.AccessIntent) string {
@@ -171,16 +307,32 @@ func valueLabel(surface string, intent *wire.AccessIntent) string {
 	return "value"
 }
 
+// noScope says what "yes, for this session" does for an ask without
+// access facts: no whole-session grant would ever answer the next ask of
+// its child, which will not carry them either (serve.Ask).
+const noScope = "s is this subagent only: a whole-session grant would never match its next ask"
+
 // why says what made the rules ask: the rule that asked, a floor (the
 // child's, or one the broker found in a unit), the bash units that asked
-// when the units field does not show them, or that the child sent no
-// access facts.
-func why(ask serve.Ask) []string {
+// when the units field does not show them, or that the rules were not
+// consulted, the child having sent no access facts (a pi 20.x child).
+func why(ask *serve.Ask) []string {
 	intent := ask.Request.AccessIntent
-	if intent == nil {
-		return []string{"no access facts: an older child (rules not consulted, the ask floor)"}
-	}
 	res := ask.Resolution
+	if intent == nil {
+		if res.Action == "" {
+			return []string{serve.NoAccessFacts + ": the rules were not consulted", noScope}
+		}
+		// Matched by its display value (legacyBashDisplayMatch).
+		asked := "no rule matched: the default is ask"
+		switch {
+		case res.Floor != "":
+			asked = fmt.Sprintf("floor %s: a unit asks even where a rule allows (%s)", Clean(res.Floor, capShort), ruleText(res.Rule))
+		case res.Rule.Origin != rules.OriginDefault && res.Rule.Origin != "":
+			asked = ruleText(res.Rule) + " says ask"
+		}
+		return []string{asked, "matched by its display value (" + serve.LegacyBashDisplayMatchKey + "): " + serve.NoAccessFacts, noScope}
+	}
 	var lines []string
 	switch {
 	case res.Floor != "":
@@ -247,43 +399,67 @@ func ruleText(r rules.Rule) string {
 }
 
 // evidence reads the evidence entries of a child's prompt payload,
-// tolerantly: the payload is opaque, untrusted JSON, so anything not
-// shaped like {label, text, detail} strings is skipped.
-func evidence(payload json.RawMessage) []string {
-	if len(payload) == 0 {
+// tolerantly, one line each ("label: text — detail"), raw: the payload is
+// opaque, untrusted JSON, so anything not shaped like {label, text,
+// detail} strings is skipped. It returns the lines as pieces of text,
+// most of them slices of the payload: a payload may be a megabyte, and
+// thousands may arrive, so nothing is copied but what is kept (see
+// keepPieces).
+func evidence(payload json.RawMessage) [][]byte {
+	if !strictjson.Valid(payload) {
 		return nil
 	}
-	var p struct {
-		Evidence []json.RawMessage `json:"evidence"`
-	}
-	if json.Unmarshal(payload, &p) != nil {
-		return nil
-	}
-	var out []string
-	for _, raw := range p.Evidence {
-		var e map[string]json.RawMessage
-		if json.Unmarshal(raw, &e) != nil {
+	var out [][]byte
+	members := strictjson.Root(payload).Members()
+	for members.Next() {
+		if string(members.Key().Text()) != "evidence" {
 			continue
 		}
-		var parts []string
-		for _, key := range []string{"label", "text", "detail"} {
-			var s string
-			if json.Unmarshal(e[key], &s) == nil && strings.TrimSpace(s) != "" {
-				parts = append(parts, s)
+		items := members.Value().Items()
+		for items.Next() {
+			line := evidenceLine(items.Value())
+			if len(line) == 0 {
+				continue
 			}
+			if len(out) > 0 {
+				out = append(out, []byte("\n"))
+			}
+			out = append(out, line...)
 		}
-		if len(parts) == 0 {
-			continue
-		}
-		if len(out) == maxEvidence {
-			out = append(out, fmt.Sprintf("… and %d more", len(p.Evidence)-maxEvidence))
-			break
-		}
-		line := parts[0]
-		if len(parts) > 1 {
-			line += ": " + strings.Join(parts[1:], " — ")
-		}
-		out = append(out, Clean(line, capLine))
 	}
 	return out
+}
+
+// evidenceLine is one evidence entry: its label, text and detail strings
+// that are not blank, with their separators; nil when it has none.
+func evidenceLine(entry strictjson.Value) [][]byte {
+	var parts [3][]byte
+	members := entry.Members()
+	for members.Next() {
+		v := members.Value()
+		if v.Kind() != strictjson.KindString {
+			continue
+		}
+		i := slices.Index([]string{"label", "text", "detail"}, string(members.Key().Text()))
+		if text := v.Text(); i >= 0 && len(bytes.TrimSpace(text)) > 0 {
+			parts[i] = text
+		}
+	}
+	var line [][]byte
+	sep := ""
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if sep != "" {
+			line = append(line, []byte(sep))
+		}
+		line = append(line, p)
+		if sep == "" {
+			sep = ": "
+		} else {
+			sep = " — "
+		}
+	}
+	return line
 }
