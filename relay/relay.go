@@ -5,7 +5,8 @@
 // originating child sees forwarded → forwarded → decider.
 //
 // A relaying node runs no authorizer links (one chain per node: the node
-// that adjudicates runs its own).
+// that adjudicates runs its own): Delegation takes the chain's place, and
+// logs each ask it lets through to be relayed.
 //
 // Terminal is a plain serve.Terminal, not a serve.Holder: each pending ask
 // keeps a goroutine waiting in the child library for the parent's answer.

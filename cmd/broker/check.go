@@ -11,12 +11,26 @@ import (
 )
 
 const checkUsage = `usage: broker check [--config FILE] --surface S --value V [flags]
+       broker check [--config FILE] --request FILE [--json]
 
 Explains what the broker's recorded authority answers for one ask: the
 final action (allow, ask or deny), the rule that decided it (surface,
 pattern, action, which config layer and where in the file), and every rule
 that matched, in the order the last match wins. Session grants are not
-consulted. Exit status 0 whatever the action; 2 for a usage or config error.
+consulted.
+
+With --request, the ask is a request file as a child writes it into
+requests/ (pi 25.x, pi 20.x or courier's): it is read and decoded as the
+broker reads it, its facts are shown, then the path the broker takes: the
+rules on the child's access facts; for a request without them (a pi 20.x
+child's) the rules are not consulted, unless legacyBashDisplayMatch
+matches a bash request by its display value; and, for an ask, what comes
+next (the authorizer links, the terminal). The session and the request's
+age are not judged.
+
+Exit status 0 whatever the action; 2 for a usage or config error, or a
+request file the broker would reject (the message names the file and the
+field).
 
 Flags:
 `
@@ -39,14 +53,23 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var match stringList
 	fs.Var(&match, "match", "another value of the same ask, e.g. a path alias (repeatable)")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
+	requestFile := fs.String("request", "", "explain this request file as the broker would resolve it, instead of --surface and --value")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 || *surface == "" || *value == "" {
-		fmt.Fprintln(stderr, "broker check: --surface and --value are required")
+	askFlags := *surface != "" || *value != "" || *agent != "" || *floor != "" || *cwd != "" || len(match) > 0
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "broker check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	case *requestFile != "" && askFlags:
+		fmt.Fprintln(stderr, "broker check: --request FILE takes the ask from the file: no --surface, --value, --agent, --floor, --cwd or --match")
+		return exitUsage
+	case *requestFile == "" && (*surface == "" || *value == ""):
+		fmt.Fprintln(stderr, "broker check: --surface and --value are required (or --request FILE)")
 		return exitUsage
 	}
 	cfg, err := rules.Load(*configPath)
@@ -63,12 +86,34 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "broker check: %v\n", err)
 		return exitUsage
 	}
+	if *requestFile != "" {
+		return checkRequest(*requestFile, cfg, policy, *asJSON, stdout, stderr)
+	}
 	q := rules.Query{Surface: *surface, MatchValues: append([]string{*value}, match...), Agent: *agent, Floor: *floor, Cwd: *cwd}
 	e := policy.Explain(q)
 	if *asJSON {
 		err = writeJSON(stdout, e)
 	} else {
 		err = e.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "broker check: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// checkRequest is broker check --request FILE.
+func checkRequest(path string, cfg *rules.Config, policy *rules.Policy, asJSON bool, stdout, stderr io.Writer) int {
+	x, err := explainRequest(path, cfg, policy)
+	if err != nil {
+		fmt.Fprintf(stderr, "broker check: %v\n", err)
+		return exitUsage
+	}
+	if asJSON {
+		err = writeJSON(stdout, x)
+	} else {
+		err = writeRequestText(stdout, x)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker check: %v\n", err)

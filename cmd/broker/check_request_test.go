@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/check-request")
+
+// TestCheckRequest runs broker check --request on request files as pi
+// 25.x and pi 20.x children write them, and on files the broker would
+// reject, and compares its exit status, stdout and stderr with
+// testdata/check-request/<name>.golden (go test -update rewrites them).
+// The 20.x cases show why the rules are not consulted and what the
+// config would change; the malformed one names the file and the field.
+func TestCheckRequest(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		// 25.x bash compounds: a floor turns the rules' allow into an
+		// ask, which goes on to the link and the terminal; a unit the
+		// rules deny denies the whole request at once.
+		{"pi25-compound-floor", []string{"--config", "config.json", "--request", "pi25-compound-floor.json"}},
+		{"pi25-compound-floor-json", []string{"--config", "config.json", "--request", "pi25-compound-floor.json", "--json"}},
+		{"pi25-compound-deny", []string{"--config", "config.json", "--request", "pi25-compound-deny.json"}},
+		// 20.x: not consulted, and the key that changes it for bash...
+		{"pi20-bash", []string{"--config", "config.json", "--request", "pi20-bash.json"}},
+		// ...which, set, matches the display value and says so.
+		{"pi20-bash-legacy", []string{"--config", "legacy.json", "--request", "pi20-bash.json"}},
+		{"pi20-bash-legacy-json", []string{"--config", "legacy.json", "--request", "pi20-bash.json", "--json"}},
+		{"pi20-read-legacy", []string{"--config", "legacy.json", "--request", "pi20-read.json"}},
+		// A malformed accessIntent is dropped: the request floors as a
+		// 20.x one does.
+		{"pi25-bad-intent", []string{"--config", "config.json", "--request", "pi25-bad-intent.json"}},
+		// Rejected files: a required field of the wrong type, a symbolic
+		// link, a missing file.
+		{"malformed", []string{"--config", "config.json", "--request", "malformed.json"}},
+		{"symlink", []string{"--config", "config.json", "--request", "link.json"}},
+		{"missing", []string{"--config", "config.json", "--request", "absent.json"}},
+		{"request-and-ask", []string{"--request", "pi20-bash.json", "--surface", "bash", "--value", "ls"}},
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", "check-request"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files are copied into a directory of the test's own, 0600: the
+	// broker refuses a config others may write, and a checkout's umask
+	// may have made these group-writable.
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".json" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("pi20-bash.json", filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), append([]string{"check"}, c.args...), nil, &stdout, &stderr)
+			got := fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", code, stdout.String(), stderr.String())
+			golden := filepath.Join(src, c.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("broker check %q:\n--- got\n%s\n--- want\n%s", c.args, got, want)
+			}
+		})
+	}
+}
