@@ -8,6 +8,8 @@
 //	<root>/sessions/<encodeURIComponent(serving session)>/requests/<id>.json   written by children
 //	<root>/sessions/<encodeURIComponent(serving session)>/responses/<id>.json  written by the broker
 //	<root>/serving/<encodeURIComponent(serving session)>.json                  the broker's heartbeat
+//	<root>/courier/serving/<escaped serving session>.lock                     courier's serving lock (flock, one broker per session)
+//	<root>/courier/grants/<broker|child>/<escaped session>.json               grant journals (package grants)
 //
 // Everything read from a mailbox is untrusted input: [ReadFile] opens
 // regular files only, without following links or blocking, size-capped

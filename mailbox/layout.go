@@ -54,6 +54,65 @@ func ResolveRoot(explicit string) (string, error) {
 	return root, nil
 }
 
+// ErrNoRoot is wrapped by PrepareRoot and CheckRoot when a mailbox root
+// does not exist where courier may not create it.
+var ErrNoRoot = errors.New("the mailbox root does not exist")
+
+// Where a missing root is created. pi's own root, the one ResolveRoot("")
+// names under the agent directory, is created with its parents, as pi's
+// children create it (mkdir -p). A root the operator named (--root) is
+// theirs: the broker about to serve it creates it only when its parent
+// directory exists, so a mistyped path fails, naming itself, instead of
+// growing a tree nobody else looks in; a child never creates it, since no
+// broker serves a root that does not exist.
+
+// PrepareRoot makes sure the root exists before a broker serves it, by the
+// rules above; the error for a root it may not create wraps ErrNoRoot and
+// names the path and its missing parent.
+func (l Layout) PrepareRoot() error {
+	fi, err := os.Stat(l.Root)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("mailbox root %s: exists and is not a directory", l.Root)
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("mailbox root: %w", err)
+	case isDefaultRoot(l.Root):
+		return mkdirAllPrivate(l.Root)
+	}
+	parent := filepath.Dir(l.Root)
+	if pfi, err := os.Stat(parent); err != nil || !pfi.IsDir() {
+		return fmt.Errorf("%w: %s, and its parent %s is not a directory either: a --root is created only inside an existing directory (check the path, or create it first)", ErrNoRoot, l.Root, parent)
+	}
+	return mkdirPrivate(l.Root)
+}
+
+// CheckRoot is a child's look before it asks: nil when the root exists or
+// is pi's own (created as a pi child creates it); otherwise an error
+// wrapping ErrNoRoot that names the path looked in.
+func (l Layout) CheckRoot() error {
+	fi, err := os.Stat(l.Root)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("mailbox root %s: exists and is not a directory", l.Root)
+	case errors.Is(err, os.ErrNotExist) && isDefaultRoot(l.Root):
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: looked in %s, so no broker serves there (a broker creates its --root when it starts; check the path)", ErrNoRoot, l.Root)
+	}
+	return fmt.Errorf("mailbox root: %w", err)
+}
+
+// isDefaultRoot reports whether root is pi's own root, the one
+// ResolveRoot("") names.
+func isDefaultRoot(root string) bool {
+	def, err := ResolveRoot("")
+	return err == nil && filepath.Clean(root) == def
+}
+
 // AgentDir is pi's agent directory: $PI_CODING_AGENT_DIR (a leading "~"
 // expanded), else ~/.pi/agent. courier's default review log lives under it.
 func AgentDir() (string, error) { return agentDir() }

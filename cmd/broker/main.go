@@ -15,9 +15,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed6639df8c/courier/audit"
+	"github.com/seed6639df8c/courier/mailbox"
 )
 
 const usage = `usage: broker <command> [flags]
@@ -49,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "audit":
-		return runAudit(args[1:], stdin, stdout, stderr)
+		return runAudit(ctx, args[1:], stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], stderr)
 	case "check":
@@ -64,13 +68,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitUsage
 }
 
-func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	logPath := fs.String("log", "", "review log to read (courier's or pi's JSON lines); - reads stdin")
-	asJSON := fs.Bool("json", false, "print the census as JSON instead of a table")
+	logPath := fs.String("log", "", "review log to read (courier's or pi's JSON lines); - reads stdin; default broker serve's, $PI_CODING_AGENT_DIR/courier/review.jsonl")
+	asJSON := fs.Bool("json", false, "print the census as JSON instead of a table (with --list: one JSON object per decision)")
+	list := listFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: broker audit --log FILE [--json]
+		fmt.Fprint(stderr, `usage: broker audit [--log FILE] [--json]
+       broker audit --list [--follow] [--decider D] [--agent A] [--surface S]
+                    [--outcome approved|denied] [--since 1h|TIME] [--log FILE] [--json]
 
 Reads a review log, courier's or pi-permission-system's (same event names),
 and prints how many terminal decisions each decider made: user, each
@@ -78,7 +85,23 @@ authorizer link by name, rule, session approval, yolo, infrastructure read,
 unavailable, gate error, and "no decider recorded" for lines written before
 decidedBy existed. A forwarded decision counts under its inner decider and
 also in the forwarded row. Lines that are not JSON objects are counted and
-reported, never fatal.
+reported, never fatal. Lines are joined into decisions by requestId and,
+where they carry one, the request's digest (requestSha256), so an id used
+again after a broker's restart counts again.
+
+courier rotates its log at reviewLogMaxBytes, keeping one rotation:
+--log FILE reads FILE.1 first when there is one, then FILE, and says which
+it read. Older lines are gone. --log - reads only what comes on stdin.
+Without --log it reads broker serve's default log,
+$PI_CODING_AGENT_DIR/courier/review.jsonl, and says so on stderr.
+
+--list prints the decisions instead, one per line, newest last: time,
+decider, outcome, agent, surface, value (a bash ask's units joined by
+"; "), request id; "?" for what a line does not say (lines written
+before the broker logged what was asked). The lines of one ask are
+listed once. Text from the log is escaped for the terminal. --follow
+keeps listing what is logged after, following a rotation, until
+interrupted.
 
 Flags:
 `)
@@ -94,21 +117,33 @@ Flags:
 		fmt.Fprintf(stderr, "broker audit: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *logPath == "" {
-		fmt.Fprintln(stderr, "broker audit: --log FILE is required")
+	if err := list.check(); err != nil {
+		fmt.Fprintf(stderr, "broker audit: %v\n", err)
 		return exitUsage
 	}
-	in := stdin
-	if *logPath != "-" {
-		f, err := os.Open(*logPath)
+	if *logPath == "" {
+		path, err := defaultReviewLogPath()
 		if err != nil {
 			fmt.Fprintf(stderr, "broker audit: %v\n", err)
 			return exitUsage
 		}
-		defer f.Close()
-		in = f
+		fmt.Fprintf(stderr, "broker audit: reading %s, broker serve's default log (--log FILE reads another)\n", path)
+		*logPath = path
 	}
-	report, err := audit.Census(in)
+	if list.on() {
+		return runAuditList(ctx, list, *logPath, *asJSON, stdin, stdout, stderr)
+	}
+	var report audit.Report
+	var err error
+	if *logPath == "-" {
+		report, err = audit.Census(stdin)
+	} else {
+		if _, serr := os.Stat(*logPath); serr != nil {
+			fmt.Fprintf(stderr, "broker audit: %v\n", serr)
+			return exitUsage
+		}
+		report, err = audit.CensusFile(*logPath)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker audit: reading %s: %v\n", *logPath, err)
 		return 1
@@ -131,4 +166,40 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// What broker serve settles before it serves, beside the flags.
+
+// defaultReviewLogPath is where broker serve logs without --log, and so
+// what broker audit reads without it: <agent dir>/courier/review.jsonl.
+func defaultReviewLogPath() (string, error) {
+	dir, err := mailbox.AgentDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "courier", "review.jsonl"), nil
+}
+
+// defaultTerminal is the terminal when --terminal is not given: the
+// operator's prompt when a human is at this terminal, which is when
+// standard input is a terminal whose foreground is this broker (a broker
+// started with & would be stopped by the terminal the moment its prompt
+// read a key); else deny. why says which, for the startup line.
+func defaultTerminal(stdin *os.File) (kind, why string) {
+	fd := int(stdin.Fd())
+	foreground, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	switch {
+	case err != nil:
+		return "deny", "default: no terminal on stdin"
+	case foreground != unix.Getpgrp():
+		return "deny", "default: in the background of its terminal"
+	}
+	return "tty", "default: a terminal on stdin"
+}
+
+// releaseLock gives the session up once serving has ended.
+func releaseLock(lock *mailbox.ServingLock, stderr io.Writer) {
+	if err := lock.Release(); err != nil {
+		fmt.Fprintf(stderr, "broker: %v\n", err)
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/plugins"
+	"github.com/seed6639df8c/courier/prompt"
+	"github.com/seed6639df8c/courier/relay"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/serve"
@@ -31,18 +33,50 @@ terminal, and answered with who decided.
 Until SIGINT, SIGTERM or SIGHUP: then every pending ask is answered "unavailable"
 (the session ended), the heartbeat is withdrawn, and the broker exits 0.
 
-Terminals:
+Terminals (without --terminal: tty when standard input is a terminal
+and the broker runs in its foreground, else deny; the startup line says
+which):
   deny    nobody is at this broker: asks that reach the terminal are
-          "unavailable", never a user's denial (the default)
+          "unavailable", never a user's denial
   tty     a human at this terminal: one prompt at a time, a count of those
           waiting; y once, s for this session (then: this subagent only or
           the whole session), n no, r no with a reason
   relay   this broker's session is itself a subagent's: forward to its own
           parent (--parent) and relay the answer down; runs no plugin links
+          (the review log names the configured ones it did not run, per
+          ask: authorizer_chain_delegated)
+
+A pi 20.x child's request carries no access facts: the rules are not
+consulted for it (unless legacyBashDisplayMatch matches a bash request by
+its display value) and it goes to the chain and the terminal. The first
+such request of a run is said on stderr ("broker: notice: ...") and in
+the review log, naming the agent; broker check --request FILE shows how
+one request file is resolved.
+
+The whole-session grants journaled for ID are loaded at start, and each
+is printed with where it came from (the request, what was asked, when,
+who answered). A journal the broker did not write (another mode than
+0600, another owner, the old format, a grant without those facts) is
+refused: the broker serves without its grants, says so on stderr and in
+the review log, and leaves the file as it is until it is removed.
+
+The review log is rotated at reviewLogMaxBytes (default 64 MiB) to
+<log>.1, which broker audit reads too.
+
+One broker serves a session: a second broker serve of the same session
+and root refuses to start, naming the pid that serves it and since when.
+The hold is a lock the kernel drops when the broker dies, so a broker
+killed with SIGKILL never keeps its successor out.
+
+The root (--root) is created when missing only inside an existing
+directory; pi's own root under $PI_CODING_AGENT_DIR is created as pi
+creates it.
 
 Exit status: 0 after a clean stop, 2 for a usage or configuration error
-(the message names the file, line:column and what was expected), 1 if
-serving failed.
+(the message names the file, line:column and what was expected; a config
+file others could write is refused with its path and mode; a --root that
+cannot be created is named), 1 if serving failed or another broker
+serves the session.
 
 Flags:
 `
@@ -54,12 +88,15 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	session := fs.String("session", "", "the serving session id (required)")
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
 	configPath := fs.String("config", "", "rules config (pi's permission format); default the embedded defaults")
-	terminal := fs.String("terminal", "deny", "who answers what nothing else decided: deny, tty or relay")
+	terminal := fs.String("terminal", "", "who answers what nothing else decided: deny, tty or relay; default tty with a terminal on stdin, else deny")
 	parent := fs.String("parent", "", "with --terminal relay: the session to relay to; default $PI_AGENT_ROUTER_PARENT_SESSION_ID, then $PI_SUBAGENT_PARENT_SESSION")
 	logPath := fs.String("log", "", "review log (JSON lines); default $PI_CODING_AGENT_DIR/courier/review.jsonl; - for none")
 	watch := mailbox.WatchFSNotify
 	fs.TextVar(&watch, "watch", mailbox.WatchFSNotify, "how to notice requests: fsnotify, or poll for filesystems without inotify")
 	pollInterval := fs.Duration("poll-interval", mailbox.DefaultPollInterval, "the scan interval with --watch=poll")
+	maxPendingPer := fs.Int("max-pending-per-requester", serve.DefaultMaxPendingPerRequester, "asks of one requesting session that may wait for the chain or the terminal; past it an ask is answered unavailable at once (0: no bound)")
+	maxPending := fs.Int("max-pending", serve.DefaultMaxPending, "asks of all sessions that may wait for the chain or the terminal (0: no bound)")
+	notifyCmd := fs.String("notify-cmd", "", "with --terminal tty: a command run when asks arrive (at most once a second), the ask in its environment (COURIER_ASK_SUMMARY, …); split into words without a shell")
 	// Hidden: for courier-bench and anyone profiling the serve loop; not
 	// an operator's flag, so the usage does not list it.
 	cpuProfile := fs.String(cpuProfileFlag, "", "write a CPU profile of the whole serve to this file")
@@ -92,46 +129,99 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "broker: warning: %s\n", w)
 	}
 	home, _ := os.UserHomeDir()
-	protected := []string{rootDir}
-	if *configPath != "" {
-		if abs, err := filepath.Abs(*configPath); err == nil {
+	// The self-approval guard's trees: the mailbox, pi's whole agent
+	// directory (its settings.json included), and the broker's own files,
+	// wherever they are: its config, its grants journals, its review log
+	// (and the log's rotated <log>.1).
+	protected := []string{rootDir, filepath.Join(layout.StateDir(), "grants")}
+	if dir, err := mailbox.AgentDir(); err == nil {
+		protected = append(protected, dir, filepath.Join(dir, "settings.json"))
+	}
+	if home != "" {
+		protected = append(protected, filepath.Join(home, ".pi", "agent"))
+	}
+	for _, own := range []string{*configPath, *logPath} {
+		if own == "" || own == "-" {
+			continue
+		}
+		if abs, err := filepath.Abs(own); err == nil {
 			protected = append(protected, abs)
+			if own == *logPath {
+				protected = append(protected, abs+".1")
+			}
+		}
+	}
+	// The authorizer plugins' binaries too: overwriting one breaks its
+	// pinned SHA-256 and disables the link (a deny-list plugin that defers
+	// on failure stops denying). NewPolicy adds each resolved spelling.
+	for _, link := range cfg.AuthorizerChain {
+		if link.Path != "" {
+			protected = append(protected, link.Path)
 		}
 	}
 	policy, err := rules.NewPolicy(cfg, rules.Options{Home: home, Protected: protected})
 	if err != nil {
 		return serveError(stderr, "%v", err)
 	}
-	journal, err := grants.Open(layout, grants.Broker, *session)
-	if err != nil {
+	if err := layout.PrepareRoot(); err != nil {
 		return serveError(stderr, "%v", err)
 	}
-	if err := journal.Load(policy.Sessions()); err != nil {
-		return serveError(stderr, "%v (remove the file to start this session without its grants)", err)
+	lock, err := layout.LockServing(ctx, *session)
+	if err != nil {
+		fmt.Fprintf(stderr, "broker serve: %v\n", err)
+		return 1
 	}
-
-	review, logName, err := openReviewLog(*logPath, cfg.ReviewLogFieldMaxWidth)
+	defer releaseLock(lock, stderr)
+	review, logName, err := openReviewLog(*logPath, cfg.ReviewLogFieldMaxWidth, cfg.ReviewLogMaxBytes)
 	if err != nil {
 		return serveError(stderr, "%v", err)
 	}
 	defer review.Close()
+	journal, err := grants.Open(layout, grants.Broker, *session)
+	if err != nil {
+		return serveError(stderr, "%v", err)
+	}
+	loadJournal(journal, policy.Sessions(), review, stderr)
 
 	watchOpts := mailbox.WatchOptions{Mode: watch, PollInterval: *pollInterval}
+	kind, chosen := *terminal, ""
+	if kind == "" {
+		kind, chosen = defaultTerminal(os.Stdin)
+	}
 	term, err := newTerminal(terminalSpec{
-		kind: *terminal, layout: layout, session: *session, log: review, stderr: stderr,
+		kind: kind, layout: layout, session: *session, log: review, stderr: stderr,
 		parent: *parent, forwardingTimeout: cfg.ForwardingTimeout, watch: watchOpts,
+		notifyCmd: *notifyCmd, promptTimeout: cfg.PromptTimeout,
 	})
+	if err != nil && chosen != "" && errors.Is(err, prompt.ErrNoTerminal) {
+		// Chosen for the operator, not by them: no prompt after all.
+		kind, chosen = "deny", fmt.Sprintf("default: %v", err)
+		term, err = newTerminal(terminalSpec{kind: kind})
+	}
 	if err != nil {
 		return serveError(stderr, "%v", err)
 	}
 	defer term.close()
+	if chosen != "" {
+		kind += " (" + chosen + ")"
+	}
 
 	// One chain per node: a relaying broker's node does not adjudicate.
-	var links *chain.Chain
+	// Its links are never started; in the chain's place, Delegation logs
+	// each ask it relays with the links it did not run.
+	var (
+		links  *chain.Chain
+		judges serve.Chain
+	)
 	if *terminal == "relay" {
-		if n := len(cfg.AuthorizerChain); n > 0 {
-			fmt.Fprintf(stderr, "broker: warning: --terminal relay runs no authorizer links; the %d configured are not consulted (the node that adjudicates runs its own)\n", n)
+		names := make([]string, len(cfg.AuthorizerChain))
+		for i, l := range cfg.AuthorizerChain {
+			names[i] = l.Name
 		}
+		if len(names) > 0 {
+			fmt.Fprintf(stderr, "broker: warning: --terminal relay runs no authorizer links; the %d configured are not consulted (the node that adjudicates runs its own)\n", len(names))
+		}
+		judges = &relay.Delegation{Links: names, Log: review, OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) }}
 	} else {
 		diag := zerolog.New(zerolog.SyncWriter(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})).With().Timestamp().Str("component", "plugins").Logger()
 		var problems []error
@@ -140,14 +230,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "broker: authorizer chain: %v\n", p)
 		}
 		defer links.Close()
+		judges = links
 	}
 	b := &serve.Broker{
 		Layout: layout, Session: *session, Policy: policy, Terminal: term.Terminal,
-		Log: review, Journal: journal, Chain: links,
+		Log: review, Journal: journal, Chain: judges,
 		Watch:             watchOpts,
 		ForwardingTimeout: cfg.ForwardingTimeout, PromptTimeout: cfg.PromptTimeout,
+		MaxPendingPerRequester: bound(*maxPendingPer), MaxPending: bound(*maxPending),
 		LegacyBashDisplayMatch: cfg.LegacyBashDisplayMatch,
 		OnError:                func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
+		OnNotice:               func(msg string) { fmt.Fprintf(stderr, "broker: notice: %s\n", msg) },
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -162,7 +255,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	source := cfg.Source
 	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
-		*session, rootDir, source, policy.Sessions().Len(), links.Len(), *terminal, logName)
+		*session, rootDir, source, policy.Sessions().Len(), links.Len(), kind, logName)
 	if err := b.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
@@ -186,19 +279,18 @@ func checkTree(root string) error {
 }
 
 // openReviewLog opens the review log: path, or the default under the agent
-// directory; "-" logs nothing.
-func openReviewLog(path string, width int) (*reviewlog.Log, string, error) {
+// directory; "-" logs nothing. It is rotated at maxBytes.
+func openReviewLog(path string, width int, maxBytes int64) (*reviewlog.Log, string, error) {
 	if path == "-" {
 		return nil, "none", nil
 	}
 	if path == "" {
-		dir, err := mailbox.AgentDir()
-		if err != nil {
+		var err error
+		if path, err = defaultReviewLogPath(); err != nil {
 			return nil, "", err
 		}
-		path = filepath.Join(dir, "courier", "review.jsonl")
 	}
-	log, err := reviewlog.Open(path, reviewlog.WithFieldWidth(width))
+	log, err := reviewlog.Open(path, reviewlog.WithFieldWidth(width), reviewlog.WithMaxBytes(maxBytes))
 	if err != nil {
 		return nil, "", err
 	}
@@ -242,4 +334,13 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		}
 		return nil
 	}, nil
+}
+
+// bound is a --max-pending flag as serve.Broker takes it: 0 or less is no
+// bound (serve reads 0 as its default).
+func bound(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/notify"
 	"github.com/seed6639df8c/courier/prompt"
 	"github.com/seed6639df8c/courier/relay"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -25,6 +26,10 @@ type terminalSpec struct {
 	parent            string
 	forwardingTimeout time.Duration
 	watch             mailbox.WatchOptions
+	// notifyCmd is --notify-cmd and promptTimeout the config's
+	// promptTimeoutMs, for --terminal tty.
+	notifyCmd     string
+	promptTimeout time.Duration
 }
 
 // openTerminal is a terminal and what to release when serving ends.
@@ -35,6 +40,9 @@ type openTerminal struct {
 
 // newTerminal builds the --terminal the operator chose.
 func newTerminal(spec terminalSpec) (openTerminal, error) {
+	if spec.notifyCmd != "" && spec.kind != "tty" {
+		return openTerminal{}, fmt.Errorf("--notify-cmd tells of asks at the operator's prompt: it needs --terminal tty (the terminal is %s)", spec.kind)
+	}
 	switch spec.kind {
 	case "deny":
 		return openTerminal{Terminal: serve.Headless{}, close: func() {}}, nil
@@ -56,7 +64,13 @@ func newTerminal(spec terminalSpec) (openTerminal, error) {
 
 // openPrompt puts the operator's prompt on this terminal (--terminal tty).
 func openPrompt(spec terminalSpec) (openTerminal, error) {
-	p, err := prompt.Open(os.Stdin, prompt.Options{Session: spec.session})
+	if err := notify.CheckCommand(spec.notifyCmd); err != nil {
+		return openTerminal{}, err
+	}
+	p, err := prompt.Open(os.Stdin, prompt.Options{
+		Session: spec.session, PromptTimeout: spec.promptTimeout, NotifyCmd: spec.notifyCmd, Desktop: true,
+		OnError: func(err error) { fmt.Fprintf(spec.stderr, "broker: %v\n", err) },
+	})
 	if err != nil {
 		return openTerminal{}, fmt.Errorf("--terminal tty: %w; run the broker in a terminal (tmux, ssh -t), or use --terminal deny", err)
 	}

@@ -20,8 +20,6 @@ import (
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/forward"
-	"github.com/seed6639df8c/courier/grants"
-	"github.com/seed6639df8c/courier/internal/flagargs"
 	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
@@ -40,9 +38,15 @@ const (
 const usage = `usage: child ask [flags]
        child grants (list | revoke) --session ME [flags]   (see child grants -h)
 
-Forwards one permission ask to the parent session's broker through the
-mailbox, waits for the answer, and prints the decision as one JSON object
-on stdout (a one-line summary goes to stderr).
+Commands:
+  ask     forward one permission ask to the parent session's broker and
+          print the decision
+  grants  list or revoke this session's own grants (the answers "yes, for
+          this subagent only")
+
+child ask forwards one permission ask to the parent session's broker
+through the mailbox, waits for the answer, and prints the decision as one
+JSON object on stdout (a one-line summary goes to stderr).
 
 The ask comes from flags:
 
@@ -58,18 +62,20 @@ filled from the flags and environment when missing):
 The parent session is --parent, else $PI_AGENT_ROUTER_PARENT_SESSION_ID,
 else $PI_SUBAGENT_PARENT_SESSION (a parent equal to --session is skipped).
 The mailbox root is --root, else $PI_CODING_AGENT_DIR (default ~/.pi/agent)
-+ /sessions/permission-forwarding.
++ /sessions/permission-forwarding. pi's own root is created as a pi child
+creates it; a --root that does not exist is an error naming it (no broker
+serves there), never created.
 
 The child waits for the answer while the parent's heartbeat says it is
 serving; a parent that is not serving for 2 s, or no answer within
 --timeout, gives up with "unavailable" (never a user denial) and removes
 the request. --no-heartbeat waits up to --timeout for a parent that writes
-no heartbeat (pi 20.x).
+no heartbeat (pi 20.x). An unavailable answer from a parent that is not
+serving is followed on stderr by where the child looked: the mailbox root
+and the heartbeat file.
 
 Exit status: 0 allowed, 1 denied, 3 unavailable (nobody could answer),
 2 usage or configuration error.
-
-Flags:
 `
 
 func main() {
@@ -95,21 +101,37 @@ type askFlags struct {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "grants" {
-		return runGrants(args[1:], getenv, stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "ask" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, usage)
-			return 0
-		}
-		fmt.Fprint(stderr, usage)
+	if len(args) == 0 {
+		printUsage(stderr)
 		return exitUsage
 	}
-	var f askFlags
+	switch args[0] {
+	case "ask":
+		return runAsk(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "grants":
+		return runGrants(args[1:], getenv, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		printUsage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "child: unknown command %q: the commands are ask and grants\n\n", args[0])
+	printUsage(stderr)
+	return exitUsage
+}
+
+// printUsage writes the usage and the flags of child ask, with their
+// defaults as documented rather than as this environment sets them.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fmt.Fprint(w, "\nFlags of child ask:\n")
+	fs := askFlagSet(new(askFlags), func(string) string { return "" })
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// askFlagSet declares the flags of child ask into f.
+func askFlagSet(f *askFlags, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("child ask", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	fs.StringVar(&f.parent, "parent", "", "parent (serving) session id")
 	fs.StringVar(&f.session, "session", getenv("PI_SUBAGENT_SESSION_ID"), "this (asking) session's id; default $PI_SUBAGENT_SESSION_ID")
 	fs.StringVar(&f.agent, "agent", "", "asking agent's name; default $PI_SUBAGENT_NAME, else \"unknown\"")
@@ -127,7 +149,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.StringVar(&f.logPath, "log", "", "append review-log entries (JSON lines) to this file")
 	fs.TextVar(&f.watch, "watch", mailbox.WatchFSNotify, "how to wait for the answer: fsnotify or poll")
 	fs.DurationVar(&f.pollInterval, "poll-interval", mailbox.DefaultPollInterval, "poll interval with --watch=poll")
-	if err := fs.Parse(args[1:]); err != nil {
+	return fs
+}
+
+// runAsk is child ask: forward one ask and print the decision.
+func runAsk(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f askFlags
+	fs := askFlagSet(&f, getenv)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { printUsage(stderr) }
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -152,6 +183,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return usageError(stderr, "%v", err)
 	}
+	layout := mailbox.Layout{Root: root}
+	if err := layout.CheckRoot(); err != nil {
+		return usageError(stderr, "%v", err)
+	}
 
 	var logFile *reviewlog.Log
 	if f.logPath != "" {
@@ -161,7 +196,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		defer logFile.Close()
 	}
 	client := &forward.Client{
-		Layout:      mailbox.Layout{Root: root},
+		Layout:      layout,
 		Log:         logFile,
 		Watch:       mailbox.WatchOptions{Mode: f.watch, PollInterval: f.pollInterval},
 		Timeout:     f.timeout,
@@ -194,7 +229,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := local.Record(req, d); err != nil {
 		fmt.Fprintf(stderr, "child: warning: %v\n", err)
 	}
-	return report(stdout, stderr, req.ID, d)
+	code := report(stdout, stderr, req.ID, d)
+	if d.Unavailable() && target != "" {
+		whereLooked(stderr, layout, target)
+	}
+	return code
+}
+
+// whereLooked follows an unavailable answer from a parent that is not
+// serving with where the child looked for it: pi's sentence, which the
+// decision carries unchanged, names only the session.
+func whereLooked(stderr io.Writer, layout mailbox.Layout, target string) {
+	s, err := layout.CheckServing(target, time.Now())
+	if err != nil || s.State == mailbox.ServingAlive {
+		return
+	}
+	path, _ := layout.HeartbeatPath(target)
+	fmt.Fprintf(stderr, "child: looked for session %q in the mailbox at %s: its heartbeat %s is %s\n", target, layout.Root, path, heartbeatState(s.State))
+}
+
+// heartbeatState reads a heartbeat's state for a human.
+func heartbeatState(s mailbox.ServingState) string {
+	switch s {
+	case mailbox.ServingAbsent:
+		return "absent (no broker serves it there; a pi 20.x parent writes none)"
+	case mailbox.ServingDeadPID:
+		return "left by a process that is gone"
+	case mailbox.ServingStale:
+		return "stale (not rewritten for 5 s)"
+	}
+	return s.String()
 }
 
 func usageError(stderr io.Writer, format string, args ...any) int {
@@ -404,124 +468,4 @@ func ruleText(surface string, pattern *string) string {
 		return surface
 	}
 	return fmt.Sprintf("%s %q", surface, *pattern)
-}
-
-const grantsUsage = `usage: child grants list --session ME [--root DIR] [--json]
-       child grants revoke --session ME [--root DIR] (PATTERN | --all) [--surface S]
-
-Shows and takes back the grants of child session ME: what a parent
-answered "yes, for this subagent only" (approved_for_session). The child
-records them in <root>/courier/grants/child/<session>.json and answers its
-own later asks they match without forwarding them. Each child ask reads
-the journal when it starts, so a revoke holds from the next ask on.
-
-  list    print each grant: its surface, its pattern (quoted) and the
-          journal it is in; --json prints one JSON object
-  revoke  remove the grants whose pattern is PATTERN, exactly as list
-          prints it (without the quotes), on every surface that has it;
-          --surface S removes only the one on surface S; --all removes
-          every grant (every grant on S, with --surface)
-
-A pattern that matches no grant is an error that lists the grants there
-are. The session is --session, else $PI_SUBAGENT_SESSION_ID; the mailbox
-root is --root, else $PI_CODING_AGENT_DIR (default ~/.pi/agent) +
-/sessions/permission-forwarding, as for child ask.
-
-Exit status: 0 done; 2 for a usage or configuration error (no such grant;
-a journal that is unsafe or malformed, named in the message); 1 if the
-journal could not be locked or written (it is left as it was).
-`
-
-// runGrants is child grants: list and revoke this session's own grants,
-// with the journal editing of package grants.
-func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, grantsUsage)
-		return exitUsage
-	}
-	cmd := args[0]
-	switch cmd {
-	case "list", "revoke":
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, grantsUsage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "child grants: unknown command %q, expected list or revoke\n\n%s", cmd, grantsUsage)
-		return exitUsage
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "child grants %s: %v\n", cmd, err)
-		if errors.Is(err, grants.ErrNotSaved) {
-			return 1
-		}
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("child grants "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, grantsUsage+"\nFlags of child grants "+cmd+":\n"); fs.PrintDefaults() }
-	session := fs.String("session", getenv("PI_SUBAGENT_SESSION_ID"), "this (child) session's id; default $PI_SUBAGENT_SESSION_ID")
-	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
-	asJSON := false
-	var sel grants.Selector
-	if cmd == "list" {
-		fs.BoolVar(&asJSON, "json", false, "print the grants as one JSON object")
-	} else {
-		fs.BoolVar(&sel.All, "all", false, "revoke every grant (on --surface, when given) instead of PATTERN")
-		fs.StringVar(&sel.Surface, "surface", "", "revoke only grants on this surface (exactly as listed, e.g. path_write)")
-	}
-	positional, err := flagargs.Parse(fs, args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	switch {
-	case cmd == "list" && len(positional) > 0:
-		return fail(fmt.Errorf("unexpected argument %q", positional[0]))
-	case cmd == "list":
-	case len(positional) > 1:
-		return fail(fmt.Errorf("one PATTERN at a time, got %d: %q", len(positional), positional))
-	case len(positional) == 1 && sel.All:
-		return fail(fmt.Errorf("PATTERN %q and --all: give one", positional[0]))
-	case len(positional) == 1 && positional[0] == "":
-		return fail(errors.New("PATTERN is empty: give a grant's pattern as child grants list prints it"))
-	case len(positional) == 0 && !sel.All:
-		return fail(errors.New("PATTERN or --all is required: a grant's pattern as child grants list prints it"))
-	case len(positional) == 1:
-		sel.Pattern = positional[0]
-	}
-	if *session == "" {
-		return fail(errors.New("--session (or $PI_SUBAGENT_SESSION_ID) is required: the child session whose grants these are"))
-	}
-	rootDir, err := mailbox.ResolveRoot(*root)
-	if err != nil {
-		return fail(err)
-	}
-	journal, err := grants.Open(mailbox.Layout{Root: rootDir}, grants.Child, *session)
-	if err != nil {
-		return fail(err)
-	}
-	if cmd == "revoke" {
-		removed, err := journal.Revoke(sel)
-		if err == nil {
-			err = grants.WriteRevoked(stdout, journal.Path(), removed)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		return 0
-	}
-	l, err := journal.List()
-	if err == nil {
-		write := l.WriteTable
-		if asJSON {
-			write = l.WriteJSON
-		}
-		err = write(stdout)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	return 0
 }
