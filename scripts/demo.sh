@@ -79,3 +79,7 @@ sed -n '2,$p' "$work/broker.err" | sed 's|'"$work"'|$DEMO|g'
 say "9. Who decided what: broker audit over the review log."
 show broker audit --log review.jsonl
 "$bin/broker" audit --log "$log"
+
+say "10. What was asked, and who decided it, one decision per line: broker audit --list."
+show broker audit --log review.jsonl --list
+"$bin/broker" audit --log "$log" --list | sed 's|'"$work"'|$DEMO|g'
