@@ -28,7 +28,8 @@
 // queue: the goroutine ends once the ask is handed over, and the broker
 // keeps only what answering needs, not the request's message or payload,
 // so thousands of asks waiting for a human cost no goroutine and no
-// payload each. A request older than the forwarding timeout is answered
+// payload each; nor does an ask waiting for its turn to escalate, whose
+// turn reads its file again (the same bytes, or it is not escalated). A request older than the forwarding timeout is answered
 // that nobody answered in time, held or not. A request is never handled
 // twice at once (the watcher hands a name to one consumer), never answered
 // twice (this broker's own answer on disk, bound to the same request

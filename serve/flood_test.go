@@ -232,6 +232,8 @@ func (f *fixture) inflight() int {
 type forgetfulHolder struct {
 	mu   sync.Mutex
 	held int
+	// heldOne, when not nil, hears of each ask held (without blocking).
+	heldOne chan struct{}
 }
 
 func (*forgetfulHolder) Decide(context.Context, Ask) decision.Decision {
@@ -242,6 +244,12 @@ func (h *forgetfulHolder) Hold(_ *Ask, done func(decision.Decision)) func(error)
 	h.mu.Lock()
 	h.held++
 	h.mu.Unlock()
+	if h.heldOne != nil {
+		select {
+		case h.heldOne <- struct{}{}:
+		default:
+		}
+	}
 	var once sync.Once
 	return func(error) { once.Do(func() { done(decision.NobodyAnswered("withdrawn")) }) }
 }

@@ -164,7 +164,10 @@ func (b *Broker) intake(ctx context.Context, name string) (outcome, string, job)
 		b.fair.admit(key, 0, 0)
 	}
 	reqCtx := b.register(ctx, req, name)
-	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: req}, name: name, digest: digest, key: key})
+	// The ask waits for its turn with what answering it unescalated needs
+	// (compact); its turn reads the file again for the chain and the
+	// terminal (escalateJob): thousands may wait, a megabyte each.
+	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: compact(req)}, name: name, digest: digest, key: key})
 }
 
 // reject logs a request file that cannot be served and removes it.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 // requests carry a payload of about 1 MiB each, held by a terminal that
 // keeps nothing of them, leave the broker's heap (after a GC) far below
 // what their payloads weigh (about 3 GiB: what main kept). Nothing else
-// keeps the file's bytes either.
+// keeps the file's bytes either, nor did anything on the way: the heap's
+// peak while they were read, queued and escalated stays as far below
+// (an ask waiting for its turn keeps no payload: escalateJob).
 func TestHeldAsksKeepNoPayload(t *testing.T) {
 	n := 3000
 	switch {
@@ -47,13 +51,18 @@ func TestHeldAsksKeepNoPayload(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 
-	h := &forgetfulHolder{}
+	peak := sampleHeapPeak(t)
+	h := &forgetfulHolder{heldOne: make(chan struct{}, 1)}
 	f := newFixtureWith(t, layout, h, func(b *Broker) { b.MaxPending, b.MaxPendingPerRequester = -1, -1 })
-	for deadline := time.Now().Add(5 * time.Minute); h.count() < n; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.After(5 * time.Minute)
+	for h.count() < n {
+		select {
+		case <-h.heldOne:
+		case <-deadline:
 			t.Fatalf("%d of %d asks reached the terminal", h.count(), n)
 		}
 	}
+	top := peak()
 	runtime.GC()
 	var held runtime.MemStats
 	runtime.ReadMemStats(&held)
@@ -66,12 +75,54 @@ func TestHeldAsksKeepNoPayload(t *testing.T) {
 	if limit := int64(n) * 16 << 10; grew > limit {
 		t.Errorf("the heap grew by %.1f MiB with %d asks held, more than %.1f MiB: payloads are kept", float64(grew)/(1<<20), n, float64(limit)/(1<<20))
 	}
+	// The peak counts what the GC had not yet collected too (up to about
+	// as much again as is live): a payload kept by every ask waiting for
+	// its turn would be a megabyte each, gigabytes in all.
+	peakGrew := int64(top) - int64(before.HeapAlloc)
+	t.Logf("peak heap while they were read and escalated: %.1f MiB above the start", float64(peakGrew)/(1<<20))
+	if limit := int64(n)*16<<10 + 128<<20; peakGrew > limit {
+		t.Errorf("the heap peaked %.1f MiB above the start with %d asks of %d KiB, more than %.1f MiB: asks waiting for their turn keep their payloads", float64(peakGrew)/(1<<20), n, payload>>10, float64(limit)/(1<<20))
+	}
 	f.stop()
 	dir, _ := layout.ResponsesDir("parent")
 	if entries, _ := os.ReadDir(dir); len(entries) != n {
 		t.Errorf("%d answers at shutdown, want %d", len(entries), n)
 	}
 	_ = filepath.Join
+}
+
+// sampleHeapPeak samples the bytes of heap objects (live, and dead not
+// yet swept) every half millisecond until the returned func is called,
+// which returns the most seen.
+func sampleHeapPeak(t *testing.T) func() uint64 {
+	t.Helper()
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		tick := time.NewTicker(500 * time.Microsecond)
+		defer tick.Stop()
+		var top uint64
+		for {
+			metrics.Read(samples)
+			if v := samples[0].Value; v.Kind() == metrics.KindUint64 {
+				top = max(top, v.Uint64())
+			}
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	var top uint64
+	end := func() uint64 {
+		once.Do(func() { close(stop); top = <-done })
+		return top
+	}
+	t.Cleanup(func() { end() })
+	return end
 }
 
 // withPayload adds a "payload" member of about size bytes to an encoded

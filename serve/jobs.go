@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/wire"
 )
@@ -49,14 +50,24 @@ func (b *Broker) refuseJob(name string, req wire.Request, digest, why string, fi
 // decide it by then; a request that ended while it waited (its child gave
 // up, the forwarding timeout, the session ended) is answered for that,
 // without an escalation.
+//
+// While it waits the ask keeps its request compact (intake), not its
+// prompt text and payload: the chain and the terminal get the request
+// read again from its file, the very bytes decided at intake (reread).
 func (b *Broker) escalateJob(x *escalation) job {
 	return func() {
 		if context.Cause(x.ctx) == nil {
-			if d, decided := b.recordedAuthority(x.ask.Request); decided {
-				b.release(x.name, b.answer(compact(x.ask.Request), b.requestPath(x.name), d, x.digest, true))
+			req, ok := b.reread(x)
+			if !ok {
 				b.fair.conclude(x.key)
 				return
 			}
+			if d, decided := b.recordedAuthority(req); decided {
+				b.release(x.name, b.answer(compact(req), b.requestPath(x.name), d, x.digest, true))
+				b.fair.conclude(x.key)
+				return
+			}
+			x.ask.Request = req
 			b.escalated.Add(1)
 			go b.escalate(x)
 			return
@@ -64,6 +75,51 @@ func (b *Broker) escalateJob(x *escalation) job {
 		b.release(x.name, b.answerEscalated(x, decision.NobodyAnswered(ReasonSessionEnded)))
 		b.fair.conclude(x.key)
 	}
+}
+
+// reread reads the request file of an ask whose turn came, for the chain
+// and the terminal, and returns it if it still holds the bytes the ask was
+// admitted on (x.digest). Otherwise the ask ends here, its file released
+// (the caller concludes it), and ok is false:
+//   - the file is gone: the child gave up (as answerJob finds it);
+//   - it cannot be read: the ask is let go and the file delivered again
+//     on a rescan, as intake does with a file it cannot read;
+//   - it holds other bytes (rewritten in place while the ask waited): it
+//     is answered "unavailable" with the reason, bound to the bytes now
+//     there, as reused does. It is never decided: what was admitted is
+//     not what is there, and a refusal is never an allow.
+func (b *Broker) reread(x *escalation) (req wire.Request, ok bool) {
+	id, path := x.req().ID, b.requestPath(x.name)
+	data, err := mailbox.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b.settle(id)
+		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: id, RequestPath: path, Reason: "the request was removed while it waited for its turn"})
+		b.release(x.name, dropped)
+		return req, false
+	case err != nil:
+		b.settle(id)
+		err = fmt.Errorf("reading request %s again for its turn: %w", id, err)
+		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(id), Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
+		b.report(err)
+		b.release(x.name, retry)
+		return req, false
+	}
+	digest := wire.RequestDigest(data)
+	if digest == x.digest {
+		if req, _, err = wire.DecodeRequest(data); err == nil && req.ID == id {
+			return req, true
+		}
+	}
+	p := parties(x.req())
+	b.log(reviewlog.ForwardingWarningEntry{
+		Message:   "a request was rewritten while it waited for its turn; refusing it",
+		RequestID: reviewlog.Str(id), Parties: &p, RequestPath: path, Error: err,
+	})
+	b.report(fmt.Errorf("request %s: its file changed while it waited for its turn; refusing it", id))
+	why := fmt.Sprintf("courier: request %s was rewritten while it waited for its turn; this one was not decided (write a new request with an id of its own)", id)
+	b.release(x.name, b.answer(*x.req(), path, decision.NobodyAnswered(why), digest, false))
+	return req, false
 }
 
 // concludeLater queues the conclusion of an escalated ask (writing its
