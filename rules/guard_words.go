@@ -301,12 +301,6 @@ func (g *guard) toolInput(v, cwd string) (root, token string, ok bool) {
 	return "", "", false
 }
 
-// hasGlob reports whether p holds a glob or a brace list bash would
-// expand.
-func hasGlob(p string) bool {
-	return strings.ContainsAny(p, "*?[") || braceList(p) >= 0
-}
-
 // braceList returns where a brace list (`{a,b}`, `{1..3}`) starts in p,
 // or -1.
 func braceList(p string) int {
