@@ -18,29 +18,43 @@ func literal(w *syntax.Word) (string, bool) {
 		return "", false
 	}
 	var b strings.Builder
+	if !unquote(&b, w, func(syntax.Node) bool { return false }) {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// unquote writes w without its quotes and escapes, decoding ANSI-C quotes
+// and reading a locale quote as a double quote; each part that would
+// expand at run time goes to expand, which writes it, or returns false to
+// give up (unquote then returns false). The one walk literal and shallow
+// share.
+func unquote(b *strings.Builder, w *syntax.Word, expand func(syntax.Node) bool) bool {
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			unescape(&b, p.Value, false)
+			unescape(b, p.Value, false)
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				ansiC(&b, p.Value)
+				ansiC(b, p.Value)
 			} else {
 				b.WriteString(p.Value)
 			}
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
+				if l, ok := q.(*syntax.Lit); ok {
+					unescape(b, l.Value, true)
+				} else if !expand(q) {
+					return false
 				}
-				unescape(&b, l.Value, true)
 			}
 		default:
-			return "", false
+			if !expand(p) {
+				return false
+			}
 		}
 	}
-	return b.String(), true
+	return true
 }
 
 // unescape writes lit without its backslash escapes: outside quotes a

@@ -39,11 +39,8 @@ func (s *splitter) words(node syntax.Node) []string {
 // written: `'/a'"/$b"/c` is `/a/$b/c`, and with marked each expansion is
 // bracketed by Mark. A literal word is its literal value.
 func (s *splitter) shallow(w *syntax.Word, marked bool) string {
-	if lit, ok := literal(w); ok {
-		return lit
-	}
 	var b strings.Builder
-	expansion := func(n syntax.Node) {
+	unquote(&b, w, func(n syntax.Node) bool {
 		if marked {
 			b.WriteString(Mark)
 		}
@@ -51,28 +48,7 @@ func (s *splitter) shallow(w *syntax.Word, marked bool) string {
 		if marked {
 			b.WriteString(Mark)
 		}
-	}
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			unescape(&b, p.Value, false)
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				ansiC(&b, p.Value)
-			} else {
-				b.WriteString(p.Value)
-			}
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					unescape(&b, l.Value, true)
-				} else {
-					expansion(q)
-				}
-			}
-		default:
-			expansion(p)
-		}
-	}
+		return true
+	})
 	return b.String()
 }

@@ -215,7 +215,7 @@ func decodeJournal(data []byte, side Side, session string) ([]Entry, error) {
 		return nil, fmt.Errorf("written as the %s journal of session %q, not the %s journal of session %q", gotSide, gotSession, side, session)
 	}
 	var items []json.RawMessage
-	if firstByte(top["grants"]) != '[' || json.Unmarshal(top["grants"], &items) != nil {
+	if strictjson.KindOf(top["grants"]) != strictjson.KindArray || json.Unmarshal(top["grants"], &items) != nil {
 		return nil, errors.New("grants: expected an array")
 	}
 	if len(items) > rules.MaxSessionGrants {
@@ -314,7 +314,7 @@ func exactObject(raw []byte, at string, keys []string, why string) (map[string]j
 		where = "the journal"
 	}
 	var m map[string]json.RawMessage
-	if firstByte(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+	if strictjson.KindOf(raw) != strictjson.KindObject || json.Unmarshal(raw, &m) != nil {
 		return nil, fmt.Errorf("%s: expected an object", where)
 	}
 	var missing []string
@@ -342,7 +342,7 @@ func str(m map[string]json.RawMessage, at, key string, dst *string) error {
 	if at != "" {
 		name = at + "." + key
 	}
-	if firstByte(m[key]) != '"' || json.Unmarshal(m[key], dst) != nil {
+	if strictjson.KindOf(m[key]) != strictjson.KindString || json.Unmarshal(m[key], dst) != nil {
 		return fmt.Errorf("%s: expected a string", name)
 	}
 	if len(*dst) > maxFact {
@@ -352,14 +352,3 @@ func str(m map[string]json.RawMessage, at, key string, dst *string) error {
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-func firstByte(raw []byte) byte {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c
-	}
-	return 0
-}

@@ -231,7 +231,7 @@ func DecodeSnapshot(data []byte) (Snapshot, error) {
 		return bad("version", "expected %d, got %s", SnapshotVersion, shorten(v, 40))
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(top[snapshotGrantsKey], &items); err != nil || firstByte(top[snapshotGrantsKey]) != '[' {
+	if err := json.Unmarshal(top[snapshotGrantsKey], &items); err != nil || strictjson.KindOf(top[snapshotGrantsKey]) != strictjson.KindArray {
 		return bad("grants", "expected an array")
 	}
 	if len(items) > MaxSessionGrants {
@@ -245,10 +245,10 @@ func DecodeSnapshot(data []byte) (Snapshot, error) {
 			return bad(at, "expected exactly {surface, pattern}")
 		}
 		var g SessionGrant
-		if firstByte(m["surface"]) != '"' || json.Unmarshal(m["surface"], &g.Surface) != nil {
+		if strictjson.KindOf(m["surface"]) != strictjson.KindString || json.Unmarshal(m["surface"], &g.Surface) != nil {
 			return bad(at+".surface", "expected a string")
 		}
-		if firstByte(m["pattern"]) != '"' || json.Unmarshal(m["pattern"], &g.Pattern) != nil {
+		if strictjson.KindOf(m["pattern"]) != strictjson.KindString || json.Unmarshal(m["pattern"], &g.Pattern) != nil {
 			return bad(at+".pattern", "expected a string")
 		}
 		if err := validateGrant(g); err != nil {
@@ -262,7 +262,7 @@ func DecodeSnapshot(data []byte) (Snapshot, error) {
 // exactObject decodes raw as an object holding exactly the given keys.
 func exactObject(raw []byte, keys ...string) (map[string]json.RawMessage, bool) {
 	var m map[string]json.RawMessage
-	if firstByte(raw) != '{' || json.Unmarshal(raw, &m) != nil || len(m) != len(keys) {
+	if strictjson.KindOf(raw) != strictjson.KindObject || json.Unmarshal(raw, &m) != nil || len(m) != len(keys) {
 		return nil, false
 	}
 	for _, k := range keys {
@@ -271,15 +271,4 @@ func exactObject(raw []byte, keys ...string) (map[string]json.RawMessage, bool) 
 		}
 	}
 	return m, true
-}
-
-func firstByte(raw []byte) byte {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c
-	}
-	return 0
 }
