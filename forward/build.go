@@ -126,19 +126,29 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 		matchValues = append(matchValues, v)
 	}
 	if isPathSurface(a.Surface) {
-		abs := a.Value
-		if !filepath.IsAbs(abs) && a.Cwd != "" {
-			abs = filepath.Join(a.Cwd, abs)
+		raw := a.Value
+		if !filepath.IsAbs(raw) && a.Cwd != "" {
+			raw = a.Cwd + "/" + raw
 		}
-		abs = filepath.Clean(abs)
+		abs := filepath.Clean(raw)
 		add(abs)
 		add(a.Value)
-		canonical := abs
-		if resolved, err := filepath.EvalSymlinks(abs); err == nil {
-			canonical = resolved
+		// The boundary is where a write lands, also for a file that does
+		// not exist yet (a new file in a linked directory, a dangling
+		// link), where filepath.EvalSymlinks fails. A `..` after a link
+		// climbs from the link's target, as the kernel reads it; the
+		// lexical reading stays a match value, so a deny of either place
+		// denies. A link loop keeps the path as spelled: nothing lands.
+		canonical, err := ResolvePath(abs)
+		if err != nil || !filepath.IsAbs(abs) {
+			canonical = abs
 		}
 		add(canonical)
 		boundary = canonical
+		if physical, err := ResolvePath(raw); err == nil && filepath.IsAbs(raw) && physical != canonical {
+			add(physical)
+			boundary = physical
+		}
 	} else if units != nil {
 		for _, u := range units {
 			add(u.Command)

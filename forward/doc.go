@@ -29,6 +29,13 @@
 // instance limit) or the Client polls, each Forward watches on its own.
 // Close releases the shared watch; an idle one is released by itself.
 //
+// A process that makes one ask and exits (child ask, child hook) sets
+// PollFirst: it looks for the answer at short intervals for a moment
+// before arming any watch, because a process that had an inotify watch
+// waits, as it exits, for the kernel to tear it down (milliseconds: more
+// than a rule's whole round trip). The watch is armed only for an answer
+// that takes longer, such as a human's (docs/decisions/0021-child-start-up.md).
+//
 // # Only its own answer
 //
 // A response must be bound to the request bytes the child wrote

@@ -65,16 +65,17 @@ func (x *exchange) open(ctx context.Context) (decision.Decision, bool) {
 	}
 	x.reqPath, x.respPath, x.data, x.digest = reqPath, respPath, data, wire.RequestDigest(data)
 
-	wait, err := c.armWait(ctx, target, respPath)
-	if err != nil {
-		if ie := (*inboxError)(nil); errors.As(err, &ie) {
-			c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "preparing the mailbox", Error: err})
-			return c.abandon(*req, "", fmt.Sprintf(reasonDirsFormat, target)), false
+	if c.PollFirst <= 0 {
+		if d, ok := x.arm(ctx, false); !ok {
+			return d, false
 		}
-		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "watching for the response", Error: err})
-		return c.abandon(*req, "", ReasonNotWritten), false
+	} else if err := c.Layout.EnsureInbox(target); err != nil {
+		// With PollFirst the wait is armed only if the first look finds
+		// no answer (await), but the inbox is made here all the same, so
+		// that failing to make it is reported as it is without.
+		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "preparing the mailbox", Error: err})
+		return c.abandon(*req, "", fmt.Sprintf(reasonDirsFormat, target)), false
 	}
-	x.wait = wait
 
 	// Whether the parent binds is read before the request is published (a
 	// courier parent announces it even when its liveness is not judged,
@@ -95,7 +96,9 @@ func (x *exchange) close() {
 	if x.recheck != nil {
 		x.recheck.Stop()
 	}
-	x.wait.stop()
+	if x.wait != nil {
+		x.wait.stop()
+	}
 }
 
 // write publishes the request in the parent's inbox. It reports whether
@@ -113,7 +116,9 @@ func (x *exchange) write() bool {
 		// The shared watch found responses/ but requests/ is gone: an
 		// inbox cleaned up under us. Ensure it and retry, as pi does.
 		if err = c.Layout.EnsureInbox(target); err == nil {
-			x.wait.rearm()
+			if x.wait != nil {
+				x.wait.rearm()
+			}
 			err = c.Layout.WriteRequest(target, req.ID, x.data)
 		}
 	}
@@ -146,6 +151,15 @@ func (x *exchange) await(ctx context.Context) decision.Decision {
 		t := time.NewTicker(orDefault(c.LivenessInterval, DefaultLivenessInterval))
 		defer t.Stop()
 		liveness = t.C
+	}
+	if x.wait == nil {
+		// PollFirst: look without a watch first, then arm one.
+		if d, ok := x.pollFirst(ctx, min(c.PollFirst, timeout)); ok {
+			return d
+		}
+		if d, goOn := x.armLate(ctx); !goOn {
+			return d
+		}
 	}
 
 	for {
@@ -234,7 +248,9 @@ func (x *exchange) judgeLiveness() (decision.Decision, bool) {
 // answer collects the file at the answer's path. It returns the decision
 // and true when that is the answer; a refused file starts the recheck.
 func (x *exchange) answer() (decision.Decision, bool) {
-	d, got := x.collect(x.wait.repeats())
+	// Before the wait is armed (PollFirst), a missing file is looked for
+	// again, as a repeating signal would.
+	d, got := x.collect(x.wait == nil || x.wait.repeats())
 	if got == gotRefused {
 		x.refused, x.stamp = true, stampOf(x.respPath)
 		if x.recheck == nil {

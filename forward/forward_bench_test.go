@@ -23,12 +23,20 @@ import (
 // cpu-ns/op is the process's CPU time (user and system) per ask.
 //
 //	go test -run '^$' -bench BenchmarkForward -benchmem ./forward
+//
+// pollfirst=1 is one requester whose Client looks for its answers first
+// (PollFirst, as a child process's does) and arms no watch for them.
 func BenchmarkForward(b *testing.B) {
-	for _, requesters := range []int{1, 8} {
-		b.Run("requesters="+strconv.Itoa(requesters), func(b *testing.B) {
+	for _, run := range []struct {
+		name       string
+		requesters int
+		pollFirst  time.Duration
+	}{{"requesters=1", 1, 0}, {"requesters=8", 8, 0}, {"pollfirst=1", 1, OneShotPollFirst}} {
+		requesters := run.requesters
+		b.Run(run.name, func(b *testing.B) {
 			layout := mailbox.Layout{Root: benchRoot(b)}
 			serveAll(b, layout, "parent")
-			c := &Client{Layout: layout, Timeout: 10 * time.Second}
+			c := &Client{Layout: layout, Timeout: 10 * time.Second, PollFirst: run.pollFirst}
 			b.Cleanup(c.Close)
 			ask := func(n int64) {
 				id := "perm-bench-" + strconv.FormatInt(n, 10)

@@ -58,10 +58,14 @@ func newClient(t *testing.T) (*Client, wire.Request) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Client{Layout: layout, NoHeartbeat: true, Timeout: time.Minute}
+	c := &Client{Layout: layout, NoHeartbeat: true, Timeout: time.Minute, PollFirst: testPollFirst}
 	t.Cleanup(c.Close)
 	return c, req
 }
+
+// testPollFirst is the PollFirst of newClient's Clients:
+// TestPollFirstKeepsTheGuarantees runs the tests again with a first look.
+var testPollFirst time.Duration
 
 // serveOnce answers the first request that appears, in process, with resp.
 func serveOnce(t *testing.T, c *Client, resp wire.Response) {

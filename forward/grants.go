@@ -1,7 +1,10 @@
 package forward
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
@@ -16,8 +19,11 @@ import (
 // that answer mean something: a later ask of the same child that matches
 // one resolves locally, without forwarding, as a session approval.
 type LocalGrants struct {
+	layout  mailbox.Layout
+	home    string
 	journal *grants.Journal
-	policy  *rules.Policy
+	// policy holds the grants; nil until there are any (load).
+	policy *rules.Policy
 }
 
 // childConfig asks for everything: only session grants can allow.
@@ -26,30 +32,48 @@ const childConfig = `{"permission": {"*": "ask"}}`
 // OpenLocalGrants loads the grants of session from the mailbox's state
 // directory. The self-approval guard protects the mailbox here too, so a
 // broad grant can never approve writing into it.
+//
+// A session without a journal has no grants, the common case: its policy
+// is built only when a first grant is recorded, because building it (a
+// config parsed, a guard set up) is a tenth of a millisecond of every
+// child process's start, on the agent's critical path.
 func OpenLocalGrants(layout mailbox.Layout, session, home string) (*LocalGrants, error) {
 	journal, err := grants.Open(layout, grants.Child, session)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := rules.Parse("child-session-grants", []byte(childConfig))
-	if err != nil {
-		return nil, fmt.Errorf("child grants: %w", err)
+	g := &LocalGrants{layout: layout, home: home, journal: journal}
+	if _, err := os.Lstat(journal.Path()); errors.Is(err, fs.ErrNotExist) {
+		return g, nil
 	}
-	policy, err := rules.NewPolicy(cfg, rules.Options{Home: home, Protected: []string{layout.Root}})
-	if err != nil {
-		return nil, fmt.Errorf("child grants: %w", err)
-	}
-	if err := journal.Load(policy.Sessions()); err != nil {
+	if err := g.load(); err != nil {
 		return nil, err
 	}
-	return &LocalGrants{journal: journal, policy: policy}, nil
+	return g, nil
+}
+
+// load builds the policy and loads the journal into it.
+func (g *LocalGrants) load() error {
+	cfg, err := rules.Parse("child-session-grants", []byte(childConfig))
+	if err != nil {
+		return fmt.Errorf("child grants: %w", err)
+	}
+	policy, err := rules.NewPolicy(cfg, rules.Options{Home: g.home, Protected: []string{g.layout.Root}})
+	if err != nil {
+		return fmt.Errorf("child grants: %w", err)
+	}
+	if err := g.journal.Load(policy.Sessions()); err != nil {
+		return err
+	}
+	g.policy = policy
+	return nil
 }
 
 // Resolve answers req from the recorded grants. Only an allow by a session
 // grant counts; everything else (including a guard denial) is left to the
 // parent, which will apply its own rules.
 func (g *LocalGrants) Resolve(req wire.Request) (decision.Decision, bool) {
-	if g == nil || req.AccessIntent == nil || g.policy.Sessions().Len() == 0 {
+	if g == nil || g.policy == nil || req.AccessIntent == nil || g.policy.Sessions().Len() == 0 {
 		return decision.Decision{}, false
 	}
 	d := g.policy.Resolve(rules.QueryFromIntent(req.AccessIntent))
@@ -64,6 +88,11 @@ func (g *LocalGrants) Resolve(req wire.Request) (decision.Decision, bool) {
 func (g *LocalGrants) Record(req wire.Request, d decision.Decision) error {
 	if g == nil || d.State != decision.StateApprovedForSession || req.SessionApproval == nil {
 		return nil
+	}
+	if g.policy == nil {
+		if err := g.load(); err != nil {
+			return fmt.Errorf("recording this session's grants: %w", err)
+		}
 	}
 	width := rules.WidthProven
 	if d.SessionGrantWidth == wire.GrantFamily {

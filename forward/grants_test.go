@@ -1,9 +1,12 @@
 package forward
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/wire"
@@ -64,5 +67,30 @@ func TestLocalGrantsNeverApproveTheMailbox(t *testing.T) {
 	target, _ := Ask{Session: "child", Agent: "a", Surface: "path_write", Value: layout.Root + "/sessions/p/responses/perm-9.json"}.Request("perm-2", "p", 2)
 	if d, ok := g.Resolve(target); ok {
 		t.Fatalf("a session grant approved writing into the mailbox: %+v", d)
+	}
+}
+
+// Opening a session's grants builds nothing while it has no journal, but
+// a journal that is there is read at once, and one that cannot be trusted
+// (here a symlink planted at its path) is refused at once, as before the
+// policy was built lazily.
+func TestLocalGrantsRefuseAPlantedJournalAtOpen(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	g, err := OpenLocalGrants(layout, "child", "")
+	if err != nil || g.policy != nil {
+		t.Fatalf("no journal: policy %v, err %v; want none and no error", g.policy, err)
+	}
+	j, err := grants.Open(layout, grants.Child, "child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(j.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", j.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLocalGrants(layout, "child", ""); err == nil {
+		t.Fatal("a symlinked journal was opened without an error")
 	}
 }

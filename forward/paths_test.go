@@ -1,0 +1,73 @@
+package forward
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestRequestPathBoundaryFollowsLinksOfMissingFiles: the boundary value
+// (what the broker's rules must allow) is where the write lands, also
+// for a file that does not exist yet: a new file in a linked directory,
+// a dangling link. filepath.EvalSymlinks fails on both, and the boundary
+// stayed the path as spelled inside the project, which a project rule
+// allows while the write lands outside it.
+func TestRequestPathBoundaryFollowsLinksOfMissingFiles(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, outside := filepath.Join(root, "project"), filepath.Join(root, "outside")
+	for _, d := range []string{project, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustLink := func(target, link string) {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustLink(outside, filepath.Join(project, "keys"))
+	mustLink(filepath.Join(outside, "cron"), filepath.Join(project, "dangling"))
+	tests := []struct {
+		name, value, wantBoundary string
+	}{
+		{"new file in a linked directory", "keys/authorized_keys", filepath.Join(outside, "authorized_keys")},
+		{"dangling link", "dangling", filepath.Join(outside, "cron")},
+		{"dot-dot after a link climbs from its target", "keys/../x", filepath.Join(root, "x")},
+		{"plain new file", "src/new.go", filepath.Join(project, "src/new.go")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := Ask{Session: "c", Agent: "a", Surface: "path_write", Value: tt.value, Cwd: project}.Request("perm-1", "p", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ai := req.AccessIntent
+			if ai.BoundaryValue == nil || *ai.BoundaryValue != tt.wantBoundary {
+				t.Fatalf("boundary %v, want %q (match values %q)", ai.BoundaryValue, tt.wantBoundary, ai.MatchValues)
+			}
+			if !slices.Contains(ai.MatchValues, tt.wantBoundary) {
+				t.Errorf("match values %q lack the boundary %q", ai.MatchValues, tt.wantBoundary)
+			}
+		})
+	}
+}
+
+// TestResolvePathRefusesALoop: a link loop is an error, never a place.
+func TestResolvePathRefusesALoop(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.Symlink(b, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ResolvePath(filepath.Join(a, "x")); err == nil {
+		t.Fatalf("ResolvePath through a loop = %q, want an error", got)
+	}
+}

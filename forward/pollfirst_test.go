@@ -1,0 +1,144 @@
+package forward
+
+import (
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/internal/filewatch"
+	"github.com/seed6639df8c/courier/mailbox"
+)
+
+// With PollFirst, Forward keeps every guarantee it gives without: the
+// answer nested, a cancel or timeout withdrawing the request, a plant or a
+// forged answer refused while the parent's own answer is awaited, an
+// unreadable answer ending the ask as unavailable, the request removed
+// before the answer. The same tests, with a first look.
+// (TestForwardWithoutInotifyInstances is not among them: with a first look
+// a quick answer never asks for an instance, so there is no failure to
+// report.)
+func TestPollFirstKeepsTheGuarantees(t *testing.T) {
+	testPollFirst = OneShotPollFirst
+	t.Cleanup(func() { testPollFirst = 0 })
+	for name, test := range map[string]func(*testing.T){
+		"nests the answer":               TestForwardNestsTheAnswer,
+		"gives up when cancelled":        TestForwardGivesUpWhenCancelled,
+		"times out":                      TestForwardTimesOut,
+		"refuses a plant":                TestForwardRefusesAPlantAndWaitsForTheAnswer,
+		"unreadable answer":              TestForwardUnreadableAnswer,
+		"refuses forged answers":         TestForwardRefusesForgedAnswers,
+		"refuses replaced request bytes": TestForwardRefusesAnAnswerToReplacedRequestBytes,
+		"removes the request first":      TestForwardRemovesTheRequestBeforeTheAnswer,
+		"sticky binding":                 TestStickyBindingAnnouncedBeforeThePlant,
+		"sticky binding, planted denial": TestStickyBindingPlantedDenial,
+		"polling":                        TestForwardPolling,
+		"replaced directory":             TestForwardFindsTheAnswerInAReplacedDirectory,
+		"parent not serving":             TestForwardGivesUpOnAParentNotServing,
+	} {
+		t.Run(name, test)
+	}
+}
+
+// An answer that comes within PollFirst is taken without any inotify
+// instance: the exit of a one-ask process then waits for no watch's
+// teardown.
+func TestPollFirstNeedsNoWatchForAQuickAnswer(t *testing.T) {
+	inits := countInits(t)
+	layout := mailbox.Layout{Root: t.TempDir()}
+	serveAll(t, layout, "parent")
+	// A window far beyond any answer's time, so that a loaded machine
+	// cannot make the answer late: the figure is the count, not the time.
+	c := &Client{Layout: layout, Timeout: time.Minute, PollFirst: time.Minute}
+	t.Cleanup(c.Close)
+	for i := range 3 {
+		req := askTo(t, "perm-quick-"+string(rune('a'+i)), "parent")
+		if d := c.Forward(t.Context(), req); !d.Approved() {
+			t.Fatalf("ask %d: decision = %+v", i, d)
+		}
+	}
+	if n := inits.Load(); n != 0 {
+		t.Errorf("%d inotify instances, want none", n)
+	}
+}
+
+// An answer that comes after the first look is awaited with the watch,
+// armed once the look is over.
+func TestPollFirstArmsTheWatchForALateAnswer(t *testing.T) {
+	armed := make(chan struct{})
+	var inits atomic.Int32
+	open := openInotify
+	openInotify = func() (*filewatch.Inotify, error) {
+		if inits.Add(1) == 1 {
+			close(armed)
+		}
+		return open()
+	}
+	t.Cleanup(func() { openInotify = open })
+	c, req := newClient(t)
+	c.PollFirst = time.Millisecond
+	serveWith(t, c, func(id string) {
+		// The parent answers only once the first look is over.
+		select {
+		case <-armed:
+		case <-time.After(time.Minute):
+			t.Error("the watch was never armed")
+		}
+		answerBound(t, c.Layout, "parent", id, response(true))
+	})
+	if d := c.Forward(t.Context(), req); !d.Approved() {
+		t.Fatalf("decision = %+v", d)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d inotify instances, want 1", n)
+	}
+	assertNoMail(t, c)
+}
+
+// An answer that lands between the first look's last lstat and the
+// arming of the watch signals nothing: Forward must look once more after
+// arming. Here it lands while the inotify instance is being made, and the
+// watch's safety rescan is an hour away; without the second look the
+// answer would be found only when the ask times out (its last look).
+func TestPollFirstLooksAgainOnceArmed(t *testing.T) {
+	c, req := newClient(t)
+	c.PollFirst = time.Millisecond
+	c.Timeout = 30 * time.Second
+	c.Watch.RescanInterval = time.Hour
+	if err := c.Layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	open := openInotify
+	openInotify = func() (*filewatch.Inotify, error) {
+		in, err := open()
+		answerBound(t, c.Layout, "parent", req.ID, response(true))
+		return in, err
+	}
+	t.Cleanup(func() { openInotify = open })
+	start := time.Now()
+	if d := c.Forward(t.Context(), req); !d.Approved() {
+		t.Fatalf("decision = %+v", d)
+	}
+	if took := time.Since(start); took > c.Timeout/3 {
+		t.Errorf("the answer was taken after %s, as the ask timed out", took)
+	}
+	assertNoMail(t, c)
+}
+
+// An inbox that cannot be made ends the ask with pi's sentence for it,
+// before anything is written, with a first look or without.
+func TestInboxThatCannotBeMade(t *testing.T) {
+	for _, pollFirst := range []time.Duration{0, OneShotPollFirst} {
+		c, req := newClient(t)
+		c.PollFirst = pollFirst
+		// A file where the sessions directory should be.
+		if err := os.WriteFile(c.Layout.SessionsDir(), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := c.Forward(t.Context(), req)
+		want := "Permission forwarding directories could not be prepared for session 'parent'"
+		if !d.Unavailable() || d.DenialReason != want {
+			t.Errorf("PollFirst %s: decision = %+v, want unavailable: %q", pollFirst, d, want)
+		}
+	}
+}
