@@ -38,7 +38,15 @@
 //     variables. It runs in "/" with empty stdin, in its own process group
 //     (killed as a group), and on Linux it receives SIGKILL when the broker
 //     dies (Pdeathsig). Closing the chain kills every plugin and waits for
-//     go-plugin's goroutines.
+//     go-plugin's goroutines; a plugin that does not exit when asked is
+//     killed after 500 ms.
+//   - With Options.Confinement (package confine, decision 0022) the
+//     plugin runs under an init in a PID namespace of its own, so its
+//     whole tree dies with the broker even if it clears its parent-death
+//     signal and forks setsid helpers; in a Landlock domain that reads only
+//     system directories and writes only its private directory (not the
+//     mailbox, the agent directory, $HOME or /proc); and, unless its link
+//     declares "network", in a network namespace of its own.
 //   - Only gRPC with automatic mutual TLS is accepted; clients are not
 //     "managed" (go-plugin's global client list would grow with every
 //     restart).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/chain"
+	"github.com/seed6639df8c/courier/plugins/confine"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 )
@@ -33,6 +34,11 @@ type Options struct {
 	// TMPDIR); default os.TempDir(), or /tmp when that path is too long
 	// for a unix socket.
 	TempDir string
+	// Confinement is how plugins are confined (confine.Probe finds it
+	// once at start; the program must dispatch confine.Command to
+	// confine.Main). nil runs them as before: their own process group
+	// and, on Linux, a parent-death signal, nothing more.
+	Confinement *confine.Plan
 }
 
 func (o Options) logger() zerolog.Logger {
@@ -118,6 +124,9 @@ func Load(ctx context.Context, links []rules.AuthorizerLink, log *reviewlog.Log,
 // loadMembers is Load without building the chain.
 func loadMembers(ctx context.Context, links []rules.AuthorizerLink, log *reviewlog.Log, opts Options) ([]chain.Member, []error) {
 	logger := opts.logger()
+	if len(links) > 0 {
+		logger.Info().Str("confinement", opts.Confinement.Summary()).Msg("authorizer plugin confinement")
+	}
 	members := make([]chain.Member, len(links))
 	errs := make([]error, len(links))
 	var wg sync.WaitGroup

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/plugins/confine"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
@@ -33,9 +34,19 @@ var (
 	testHost     string // plugins/testdata/host
 	denylistBin  string // cmd/courier-authz-denylist
 	readonlyBin  string // cmd/courier-authz-readonly
+	hostileBin   string // plugins/testdata/plugins/hostile
+	brokerBin    string // cmd/broker
+	// testPlan is the confinement this machine gives, probed once: the
+	// harness runs every plugin confined unless a test says otherwise.
+	testPlan *confine.Plan
 )
 
 func TestMain(m *testing.M) {
+	// This test binary is the confined plugins' init too (Probe and the
+	// runner re-execute /proc/self/exe with confine.Command).
+	if len(os.Args) > 1 && os.Args[1] == confine.Command {
+		os.Exit(confine.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "courier-plugins-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,9 +58,12 @@ func TestMain(m *testing.M) {
 		testHost = filepath.Join(dir, "host")
 		denylistBin = filepath.Join(dir, "courier-authz-denylist")
 		readonlyBin = filepath.Join(dir, "courier-authz-readonly")
+		hostileBin = filepath.Join(dir, "hostile")
+		brokerBin = filepath.Join(dir, "broker")
 		for out, pkg := range map[string]string{
 			testauthz: "./testdata/plugins/testauthz", testHost: "./testdata/host",
 			denylistBin: "../cmd/courier-authz-denylist", readonlyBin: "../cmd/courier-authz-readonly",
+			hostileBin: "./testdata/plugins/hostile", brokerBin: "../cmd/broker",
 		} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {
@@ -58,6 +72,10 @@ func TestMain(m *testing.M) {
 			}
 		}
 		testauthzSum = fileSum(testauthz)
+		testPlan = confine.Probe(context.Background())
+		for _, miss := range testPlan.Missing {
+			fmt.Fprintf(os.Stderr, "plugins test: plugins run without %s\n", miss)
+		}
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -109,7 +127,15 @@ type harness struct {
 	diag    *syncBuffer
 }
 
+// load loads links confined as this machine allows (testPlan).
 func load(t *testing.T, opts Options, links ...rules.AuthorizerLink) *harness {
+	t.Helper()
+	return loadPlan(t, testPlan, opts, links...)
+}
+
+// loadPlan loads links with plan as their confinement; nil runs them
+// unconfined.
+func loadPlan(t *testing.T, plan *confine.Plan, opts Options, links ...rules.AuthorizerLink) *harness {
 	t.Helper()
 	h := &harness{t: t, logDir: t.TempDir(), diag: &syncBuffer{}}
 	var err error
@@ -118,6 +144,7 @@ func load(t *testing.T, opts Options, links ...rules.AuthorizerLink) *harness {
 	}
 	zl := zerolog.New(h.diag).Level(zerolog.TraceLevel)
 	opts.Logger = &zl
+	opts.Confinement = plan
 	h.members, h.errs = loadMembers(t.Context(), links, h.log, opts)
 	h.chain = chain.New(h.log, h.members, chain.WithLogger(zl))
 	t.Cleanup(func() {

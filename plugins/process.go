@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/seed6639df8c/courier/internal/fileperm"
+	"github.com/seed6639df8c/courier/plugins/confine"
 )
 
 // Errors of a plugin binary that disable its link.
@@ -109,7 +110,12 @@ var _ runner.Runner = (*procRunner)(nil)
 // put in its template command (cookie, versions, client certificate,
 // socket directory); tmp is the private directory go-plugin made for the
 // socket, which becomes the plugin's TMPDIR too.
-func newProcRunner(path, sum string, args, env []string, tmp string, fork func(func() error) error) (*procRunner, error) {
+//
+// With a plan that confines, what starts is the plan's init (see package
+// confine), which starts the plugin, fd 3 and stdio passed on, in its PID
+// namespace and Landlock domain; network keeps the host's network for a
+// link that declared it.
+func newProcRunner(path, sum string, args, env []string, tmp string, fork func(func() error) error, plan *confine.Plan, network bool) (*procRunner, error) {
 	bin, err := openVerified(path, sum)
 	if err != nil {
 		return nil, err
@@ -123,6 +129,9 @@ func newProcRunner(path, sum string, args, env []string, tmp string, fork func(f
 		Dir: "/",
 		// Stdin stays nil (/dev/null): the plugin reads nothing of ours.
 		SysProcAttr: sysProcAttr(),
+	}
+	if initPath, initArgs, attr, ok := plan.Wrap(cmd.Args, tmp, network); ok {
+		cmd.Path, cmd.Args, cmd.SysProcAttr = initPath, initArgs, attr
 	}
 	if runtime.GOOS == "linux" {
 		cmd.ExtraFiles = []*os.File{bin}

@@ -222,7 +222,7 @@ func (s *supervised) start(gen uint64) (*instance, error) {
 		HandshakeConfig: protocol.Handshake,
 		Plugins:         protocol.PluginSet(nil),
 		RunnerFunc: func(_ hclog.Logger, tmpl *exec.Cmd, socketDir string) (runner.Runner, error) {
-			p, err := newProcRunner(s.spec.Path, s.spec.SHA256, s.spec.Args, tmpl.Env, socketDir, s.fork.do)
+			p, err := newProcRunner(s.spec.Path, s.spec.SHA256, s.spec.Args, tmpl.Env, socketDir, s.fork.do, s.opts.Confinement, s.spec.Network)
 			inst.proc = p
 			return p, err
 		},
@@ -325,14 +325,24 @@ func (s *supervised) killLater(inst *instance, graceful bool) {
 	}()
 }
 
+// gracefulStop is how long a plugin asked to shut down has before it is
+// killed, with its whole tree: the broker's stop leaves no plugin process
+// behind within a second, whatever the plugin does with the request.
+const gracefulStop = 500 * time.Millisecond
+
 // kill ends one process and waits for go-plugin's goroutines. A failed
 // process is SIGKILLed first (group and all); a graceful kill asks the
-// plugin to shut down and gives it go-plugin's two seconds.
+// plugin to shut down and gives it gracefulStop (go-plugin alone would
+// give two seconds).
 func (s *supervised) kill(inst *instance, graceful bool) {
 	if !graceful && inst.proc != nil {
 		if err := inst.proc.Kill(context.Background()); err != nil {
 			s.logger.Warn().Err(err).Msg("kill authorizer plugin")
 		}
+	}
+	if graceful && inst.proc != nil {
+		t := time.AfterFunc(gracefulStop, func() { _ = inst.proc.Kill(context.Background()) })
+		defer t.Stop()
 	}
 	inst.client.Kill()
 	if inst.proc != nil {

@@ -65,7 +65,7 @@ type Config struct {
 //	{"name": "denylist", "path": "/opt/courier/courier-authz-denylist",
 //	 "sha256": "<64 hex digits>", "args": ["--deny", "rm -rf"],
 //	 "timeoutMs": 2000, "onFailure": "deny", "mode": "enforce",
-//	 "disclose": ["cwd"]}
+//	 "disclose": ["cwd"], "network": false}
 //
 // pi's authorizerChain lists names of in-process extensions; courier's
 // links are processes, so a bare name is an error, not a link.
@@ -94,6 +94,10 @@ type AuthorizerLink struct {
 	// "principal"]`: requester identity this link may see.
 	DiscloseCwd       bool
 	DisclosePrincipal bool
+	// Network is `network: true`: the plugin keeps the network (a judge
+	// that calls a model does). By default a link runs without one where
+	// the machine can take it away (a network namespace, Landlock).
+	Network bool
 	// At is where the entry was written, file:line:column.
 	At string
 }

@@ -78,7 +78,7 @@ func TestUnknownKeysAndYolo(t *testing.T) {
 		{
 			name: "inside an authorizer link",
 			doc:  `{"permission": {}, "authorizerChain": [{"name": "d", "path": "/opt/d", "sha256": "` + strings.Repeat("0", 64) + `", "onFailur": "deny"}]}`,
-			errs: []string{`c.json:1:150: authorizerChain[0].onFailur: unknown key "onFailur": did you mean "onFailure"? (an authorizer link reads name, path, sha256, args, timeoutMs, onFailure, mode, disclose)`},
+			errs: []string{`c.json:1:150: authorizerChain[0].onFailur: unknown key "onFailur": did you mean "onFailure"? (an authorizer link reads name, path, sha256, args, timeoutMs, onFailure, mode, disclose, network)`},
 		},
 		{
 			name: "errors and warnings reported together",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seed6639df8c/courier/audit"
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/plugins/confine"
 )
 
 const usage = `usage: broker <command> [flags]
@@ -39,6 +40,11 @@ Run 'broker <command> -h' for the flags of a command.
 const exitUsage = 2
 
 func main() {
+	// The hidden subcommand that runs a confined plugin's init: before
+	// the signal handlers, so that a signal kills it like any init.
+	if len(os.Args) > 1 && os.Args[1] == confine.Command {
+		os.Exit(confine.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	// SIGHUP too: a dropped ssh session must still answer what is pending.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -16,6 +16,7 @@ import (
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/plugins"
+	"github.com/seed6639df8c/courier/plugins/confine"
 	"github.com/seed6639df8c/courier/prompt"
 	"github.com/seed6639df8c/courier/relay"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -224,8 +225,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		judges = &relay.Delegation{Links: names, Log: review, OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) }}
 	} else {
 		diag := zerolog.New(zerolog.SyncWriter(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})).With().Timestamp().Str("component", "plugins").Logger()
-		var problems []error
-		links, problems = plugins.Load(ctx, cfg.AuthorizerChain, review, plugins.Options{Logger: &diag})
+		var (
+			problems []error
+			plan     *confine.Plan
+		)
+		if len(cfg.AuthorizerChain) > 0 {
+			plan = confine.Probe(ctx)
+			for _, m := range plan.Missing {
+				fmt.Fprintf(stderr, "broker: warning: plugins run without %s\n", m)
+			}
+		}
+		links, problems = plugins.Load(ctx, cfg.AuthorizerChain, review, plugins.Options{Logger: &diag, Confinement: plan})
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "broker: authorizer chain: %v\n", p)
 		}
