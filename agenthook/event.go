@@ -93,25 +93,6 @@ func fieldError(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrEvent, field, fmt.Sprintf(format, args...))
 }
 
-// kindName names a JSON kind for an error.
-func kindName(k strictjson.Kind) string {
-	switch k {
-	case strictjson.KindNull:
-		return "null"
-	case strictjson.KindFalse, strictjson.KindTrue:
-		return "a boolean"
-	case strictjson.KindString:
-		return "a string"
-	case strictjson.KindNumber:
-		return "a number"
-	case strictjson.KindObject:
-		return "an object"
-	case strictjson.KindArray:
-		return "an array"
-	}
-	return "nothing"
-}
-
 // members reads an object's members by exact key. strictjson.Check has
 // refused repeated keys (in any letter case) already.
 func members(v strictjson.Value) (map[string]strictjson.Value, error) {
@@ -131,7 +112,7 @@ func str(m map[string]strictjson.Value, field, key string) (string, error) {
 		return "", nil
 	}
 	if v.Kind() != strictjson.KindString {
-		return "", fieldError(field+key, "expected a string, got %s", kindName(v.Kind()))
+		return "", fieldError(field+key, "expected a string, got %s", v.Kind().Noun())
 	}
 	return string(v.Text()), nil
 }
@@ -160,7 +141,7 @@ func Decode(data []byte) (Event, error) {
 	}
 	root := strictjson.Root(data)
 	if root.Kind() != strictjson.KindObject {
-		return Event{}, fmt.Errorf("%w: expected a JSON object, got %s", ErrEvent, kindName(root.Kind()))
+		return Event{}, fmt.Errorf("%w: expected a JSON object, got %s", ErrEvent, root.Kind().Noun())
 	}
 	m, err := members(root)
 	if err != nil {
@@ -220,7 +201,7 @@ func decodeFields(ev Event, m map[string]strictjson.Value) (Event, error) {
 	}
 	input, ok := m["tool_input"]
 	if !ok || input.Kind() != strictjson.KindObject {
-		return Event{}, fieldError("tool_input", "expected an object, got %s", kindName(input.Kind()))
+		return Event{}, fieldError("tool_input", "expected an object, got %s", input.Kind().Noun())
 	}
 	ev.ToolInput = input.Raw()
 	if ev.Suggestions, err = suggestions(m["permission_suggestions"]); err != nil {
@@ -239,7 +220,7 @@ func suggestions(v strictjson.Value) ([]Suggestion, error) {
 		return nil, nil
 	case strictjson.KindArray:
 	default:
-		return nil, fieldError(field, "expected an array, got %s", kindName(v.Kind()))
+		return nil, fieldError(field, "expected an array, got %s", v.Kind().Noun())
 	}
 	var out []Suggestion
 	items := v.Items()
@@ -247,7 +228,7 @@ func suggestions(v strictjson.Value) ([]Suggestion, error) {
 		at := fmt.Sprintf("%s[%d].", field, i)
 		item := items.Value()
 		if item.Kind() != strictjson.KindObject {
-			return nil, fieldError(at[:len(at)-1], "expected an object, got %s", kindName(item.Kind()))
+			return nil, fieldError(at[:len(at)-1], "expected an object, got %s", item.Kind().Noun())
 		}
 		m, err := members(item)
 		if err != nil {
@@ -267,14 +248,14 @@ func suggestions(v strictjson.Value) ([]Suggestion, error) {
 		s := Suggestion{Behavior: behavior}
 		rules := m["rules"]
 		if rules.Kind() != strictjson.KindArray {
-			return nil, fieldError(at+"rules", "expected an array, got %s", kindName(rules.Kind()))
+			return nil, fieldError(at+"rules", "expected an array, got %s", rules.Kind().Noun())
 		}
 		ri := rules.Items()
 		for j := 0; ri.Next(); j++ {
 			rat := fmt.Sprintf("%srules[%d].", at, j)
 			r := ri.Value()
 			if r.Kind() != strictjson.KindObject {
-				return nil, fieldError(rat[:len(rat)-1], "expected an object, got %s", kindName(r.Kind()))
+				return nil, fieldError(rat[:len(rat)-1], "expected an object, got %s", r.Kind().Noun())
 			}
 			rm, err := members(r)
 			if err != nil {

@@ -212,23 +212,7 @@ func smallInt(raw json.RawMessage) (int64, bool) {
 }
 
 // describe names a JSON value's type for an error message.
-func describe(raw json.RawMessage) string {
-	switch kindOf(raw) {
-	case strictjson.KindObject:
-		return "an object"
-	case strictjson.KindArray:
-		return "an array"
-	case strictjson.KindString:
-		return "a string"
-	case strictjson.KindNull:
-		return "null"
-	case strictjson.KindTrue, strictjson.KindFalse:
-		return "a boolean"
-	case strictjson.KindNumber:
-		return "a number"
-	}
-	return "nothing"
-}
+func describe(raw json.RawMessage) string { return kindOf(raw).Noun() }
 
 // isIntegral reports whether a JSON number has no fractional part or
 // exponent that makes it one, e.g. 42 or 4.2e1 but not 4.5.

@@ -30,6 +30,26 @@ const (
 	KindArray   Kind = '['
 )
 
+// Noun names the kind for an error message: "a string", "an object",
+// "null"... and "nothing" for KindInvalid.
+func (k Kind) Noun() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindFalse, KindTrue:
+		return "a boolean"
+	case KindString:
+		return "a string"
+	case KindNumber:
+		return "a number"
+	case KindObject:
+		return "an object"
+	case KindArray:
+		return "an array"
+	}
+	return "nothing"
+}
+
 // KindOf returns the kind of the value raw starts with, after any space.
 func KindOf(raw []byte) Kind {
 	i := skipSpace(raw, 0)
