@@ -57,6 +57,14 @@ func buildBinaries(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/...")
 		cmd.Dir = filepath.Dir(filepath.Dir(self))
 		buildOut, buildErr = cmd.CombinedOutput()
+		if buildErr != nil {
+			return
+		}
+		// The child as `make build` builds it: without cgo (decision 0021).
+		cmd = exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/child")
+		cmd.Dir = filepath.Dir(filepath.Dir(self))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {
 		t.Fatalf("building the binaries: %v\n%s", buildErr, buildOut)

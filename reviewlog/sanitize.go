@@ -20,13 +20,18 @@ const ellipsis = "…"
 
 // sensitiveKey is pi's log-redaction key pattern, verbatim, so a line that
 // pi would mask is masked here too and an operator's grep habits carry over.
-var sensitiveKey = regexp.MustCompile(`(?i)authorization|api[-_]?keys?|private[-_]?keys?|secret|token|password|passwd|credential|cookie|(?:^|[-_])keys?(?:$|[-_])`)
+//
+// It and camelKeyTail are compiled on first use, not at init: a child
+// process links reviewlog and most never write a log.
+var sensitiveKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)authorization|api[-_]?keys?|private[-_]?keys?|secret|token|password|passwd|credential|cookie|(?:^|[-_])keys?(?:$|[-_])`)
+})
 
 // camelKeyTail is pi's second, case-sensitive test: a camel-case "Key" or
 // "Keys" tail (sshKey, signingKeys). It is kept apart from sensitiveKey
 // because folding it into the (?i) pattern would also mask "monkey" and
 // "turkey".
-var camelKeyTail = regexp.MustCompile(`Keys?$`)
+var camelKeyTail = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Keys?$`) })
 
 // IsSensitiveKey reports whether values under the key name are masked in the
 // review log. Callers that build details from untrusted maps can use it to
@@ -50,7 +55,7 @@ func isSensitiveKeyBytes(key []byte) bool {
 }
 
 func matchSensitive(key string) bool {
-	return sensitiveKey.MatchString(key) || camelKeyTail.MatchString(key)
+	return sensitiveKey().MatchString(key) || camelKeyTail().MatchString(key)
 }
 
 // sensitiveMemo remembers the regexps' answers. Matching them was 6 % of a

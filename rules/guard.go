@@ -230,6 +230,9 @@ func (g *guard) deny(q Query, value, root string) Resolution {
 	if root == unknownTarget {
 		reason = fmt.Sprintf("%s: %q writes to %s, which could be the permission mailbox or the broker's configuration (courier built-in rule)", GuardReason, shorten(value, 200), root)
 	}
+	if root == unknownHome {
+		reason = fmt.Sprintf("%s: %q names %s, which could hold the permission mailbox or the broker's configuration (courier built-in rule)", GuardReason, shorten(value, 200), root)
+	}
 	r := Rule{
 		Surface: q.Surface,
 		Pattern: root,

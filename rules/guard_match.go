@@ -15,7 +15,9 @@ import (
 // user's `~user`, `/proc/<pid>/cwd`, `/dev/fd/N`) becomes anyPath, a
 // wildcard that may hold `/`; a brace list becomes `*`, or anyPath when it
 // holds `/`. Then the pattern is cleaned (cleanPattern) and matched
-// against each protected root (reaches).
+// against each protected root (reaches). In a binary whose user lookup
+// reads only /etc/passwd, a word that starts with an unknown user's
+// `~user` hits before all that, in any position (unknownUserHome).
 
 // anyPath stands, in a guard pattern, for any string, `/` included. A
 // line holding a NUL byte is never parsed, so no word holds one.
@@ -54,6 +56,9 @@ func (g *guard) resolveWord(w string) string {
 			b.WriteByte(anyPath)
 		}
 	}
+	if b.Len() == 0 {
+		return "/" // `$HOME` alone, when the home is `/`
+	}
 	return b.String()
 }
 
@@ -79,12 +84,25 @@ func (g *guard) tilde(w string) string {
 	if dir == "" {
 		return string(anyPath) + rest
 	}
-	return strings.TrimSuffix(dir, "/") + rest
+	if p := strings.TrimSuffix(dir, "/") + rest; p != "" {
+		return p
+	}
+	return "/" // a home of `/` (system users have it), nothing after it
 }
 
 // userHomes caches os/user lookups: a Policy judges many asks, and the
 // password database rarely changes while a broker runs.
 var userHomes sync.Map
+
+// lookupUserHome finds a user's home in the password database; a
+// variable so that tests can stand in for the database.
+var lookupUserHome = func(name string) (string, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return u.HomeDir, nil
+}
 
 // lookupHome returns name's home directory, or "" when it is unknown.
 func lookupHome(name string) string {
@@ -94,12 +112,44 @@ func lookupHome(name string) string {
 	if h, ok := userHomes.Load(name); ok {
 		return h.(string)
 	}
-	home := ""
-	if u, err := user.Lookup(name); err == nil {
-		home = u.HomeDir
+	home, err := lookupUserHome(name)
+	if err != nil {
+		home = ""
 	}
 	userHomes.Store(name, home)
 	return home
+}
+
+// unknownHome is what the guard names as the target of a word that
+// starts with an unknown user's `~name`.
+const unknownHome = "the home directory of an unknown user"
+
+// strictUnknownHomes says an unknown user's `~name` may still be a home
+// the user's shell knows: true in a binary whose os/user reads only
+// /etc/passwd (built without cgo, as the child is: docs/decisions/0021).
+// A variable so that tests can judge both ways.
+var strictUnknownHomes = !userLookupViaNSS
+
+// unknownUserHome reports whether w starts with a `~name` tilde prefix
+// (not `~`, `~+` or `~-`) whose home this binary cannot know but the
+// shell may (strictUnknownHomes). Such a home may be the one that holds a
+// protected tree, so the word hits in every position, as one starting
+// with pi's agent directory variable does: read as an unknown prefix it
+// would hit only in a write position, and a read there would pass where
+// the same user's home, known, is denied. Where the lookup asks NSS, an
+// unknown user is unknown to the shell too, which leaves the word as it
+// is (a relative word), and tilde's unknown prefix stays the stricter
+// reading.
+func unknownUserHome(w string) bool {
+	if !strictUnknownHomes || !strings.HasPrefix(w, "~") {
+		return false
+	}
+	prefix, _, _ := strings.Cut(w, "/")
+	switch prefix {
+	case "~", "~+", "~-":
+		return false
+	}
+	return lookupHome(prefix[1:]) == ""
 }
 
 // cleanPattern cleans an absolute pattern lexically as path.Clean does,

@@ -191,6 +191,9 @@ func (g *guard) candidate(c string, ds *dirSet, write, mutating bool) (string, b
 			return root, true
 		}
 	}
+	if unknownUserHome(c) {
+		return unknownHome, true
+	}
 	p := g.resolveWord(c)
 	if unknowable(p) {
 		if write {

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seed6639df8c/courier/agenthook"
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/forward"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+const hookUsage = `usage: child hook claude-code|codex [flags]
+       child hook --print-config claude-code|codex [flags]
+
+child hook answers one permission hook event of Claude Code or Codex CLI,
+read as JSON on stdin (PermissionRequest; PreToolUse where the operator
+wires it): a subagent's call (one with agent_id) is forwarded to the
+broker's session as pi's child would forward it, and the decision is
+printed on stdout in the exact shape the agent honours. Only the answer
+goes to stdout; one line of diagnostics goes to stderr, prefixed "child: ".
+
+The broker's session is --parent, else $COURIER_SESSION, else "courier"
+(start the broker with: broker serve --session courier). The requesting
+session is the event's agent_id, so "this subagent only" grants last as
+long as the subagent; the agent's name is its agent_type.
+
+The main agent's calls (no agent_id) are left to the agent (no output)
+unless --main forward. When nobody could answer (no broker, not serving,
+--timeout, an event or tool input that cannot be read), nothing is printed
+and the exit status is 0, so the agent's own flow decides: its prompt, or
+its own deny where nobody can be prompted. --unavailable deny denies
+instead, naming why. The hook never allows on an error.
+
+--print-config prints the settings to paste (Claude Code: settings.json;
+Codex: hooks.json) with this binary's absolute path, the flags given, and
+a hook timeout above --timeout. docs/hooks.md has the set-up.
+
+Exit status: 0 (the answer, if any, is on stdout), 2 for a usage error.
+`
+
+type hookFlags struct {
+	parent, root, logPath, unavailable, main string
+	printConfig                              bool
+	timeout                                  time.Duration
+}
+
+func hookFlagSet(f *hookFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("child hook", flag.ContinueOnError)
+	fs.StringVar(&f.parent, "parent", "", "the broker's session; default $"+agenthook.EnvSession+", else \""+agenthook.DefaultParent+"\"")
+	fs.StringVar(&f.root, "root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	fs.DurationVar(&f.timeout, "timeout", agenthook.DefaultTimeout, "give up (no decision) when no answer arrives within this time")
+	fs.StringVar(&f.unavailable, "unavailable", "none", "when nobody could answer: none (print nothing; the agent decides) or deny")
+	fs.StringVar(&f.main, "main", "skip", "the main agent's asks (no agent_id): skip (left to the agent) or forward")
+	fs.StringVar(&f.logPath, "log", "", "append review-log entries (JSON lines) to this file")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the settings to paste for the agent, and exit")
+	return fs
+}
+
+// parseHookArgs reads `claude-code|codex` and the flags, in either order.
+func parseHookArgs(args []string, stderr io.Writer) (agenthook.CLI, hookFlags, *flag.FlagSet, error) {
+	var f hookFlags
+	fs := hookFlagSet(&f)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, hookUsage+"\nFlags of child hook:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", f, fs, err
+	}
+	if fs.NArg() == 0 {
+		return "", f, fs, errors.New("which agent? expected claude-code or codex")
+	}
+	cli, err := agenthook.ParseCLI(fs.Arg(0))
+	if err != nil {
+		return "", f, fs, err
+	}
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return "", f, fs, err
+	}
+	if fs.NArg() > 0 {
+		return "", f, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.timeout <= 0 {
+		return "", f, fs, fmt.Errorf("--timeout must be positive, got %s", f.timeout)
+	}
+	if f.unavailable != "none" && f.unavailable != "deny" {
+		return "", f, fs, fmt.Errorf("--unavailable %q: expected none or deny", f.unavailable)
+	}
+	if f.main != "skip" && f.main != "forward" {
+		return "", f, fs, fmt.Errorf("--main %q: expected skip or forward", f.main)
+	}
+	return cli, f, fs, nil
+}
+
+// runHook is child hook: answer one hook event from stdin.
+func runHook(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cli, f, fs, err := parseHookArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return usageError(stderr, "hook: %v (see child hook -h)", err)
+	}
+	if f.printConfig {
+		return printHookConfig(cli, f, fs, stdout, stderr)
+	}
+	parent := f.parent
+	if parent == "" {
+		parent = getenv(agenthook.EnvSession)
+	}
+	if parent == "" {
+		parent = agenthook.DefaultParent
+	}
+	if parent, err = mailbox.NormalizeSessionID(parent); err != nil {
+		return usageError(stderr, "hook: the broker's session: %v", err)
+	}
+	root, err := mailbox.ResolveRoot(f.root)
+	if err != nil {
+		return usageError(stderr, "hook: %v", err)
+	}
+	h := &agenthook.Hook{CLI: cli, Parent: parent, Layout: mailbox.Layout{Root: root}}
+	if f.main == "forward" {
+		h.Main = agenthook.MainForward
+	}
+	if f.unavailable == "deny" {
+		h.Unavailable = agenthook.UnavailableDeny
+	}
+	warn := func(err error) { fmt.Fprintf(stderr, "child: hook: warning: %s\n", oneLine(err.Error())) }
+	h.Warn = warn
+	data, err := io.ReadAll(io.LimitReader(stdin, agenthook.MaxEventSize+1))
+	if err != nil {
+		warn(fmt.Errorf("reading the event from stdin: %w", err))
+	}
+	var res agenthook.Result
+	if cerr := h.Layout.CheckRoot(); cerr != nil {
+		// No broker serves a root that does not exist: nobody can answer.
+		res = h.Unanswered(data, cerr.Error())
+	} else {
+		var logFile *reviewlog.Log
+		if f.logPath != "" {
+			if logFile, err = reviewlog.Open(f.logPath); err != nil {
+				warn(err)
+			} else {
+				defer logFile.Close()
+			}
+		}
+		client := &forward.Client{
+			Layout: h.Layout, Log: logFile, Timeout: f.timeout, OnWarning: warn,
+			// A few asks, then exit, as child ask (see there).
+			PollFirst: forward.OneShotPollFirst,
+		}
+		defer client.Close()
+		ctx, interrupt := context.WithCancelCause(ctx)
+		defer interrupt(nil)
+		h.Forwarder = &interruptOnForward{Client: client, cancel: interrupt}
+		home, _ := os.UserHomeDir()
+		h.Home = home
+		h.OpenGrants = func(session string) (agenthook.LocalGrants, error) {
+			g, err := forward.OpenLocalGrants(h.Layout, session, home)
+			if err != nil {
+				return nil, err
+			}
+			return g, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		res = h.Handle(ctx, data)
+	}
+	if _, err := stdout.Write(res.Stdout); err != nil {
+		warn(fmt.Errorf("writing the answer: %w", err))
+	}
+	if res.Diag != "" {
+		fmt.Fprintf(stderr, "child: hook: %s\n", oneLine(res.Diag))
+	}
+	return 0
+}
+
+// printHookConfig prints the settings to paste: this binary, by its
+// absolute path, with the flags given (the root and log made absolute,
+// since the agent runs the hook in the session's directory).
+func printHookConfig(cli agenthook.CLI, f hookFlags, fs *flag.FlagSet, stdout, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return usageError(stderr, "hook: the path of this binary: %v", err)
+	}
+	words := []string{self, "hook", string(cli)}
+	var flagErr error
+	fs.Visit(func(fl *flag.Flag) {
+		v := fl.Value.String()
+		switch fl.Name {
+		case "print-config":
+			return
+		case "root", "log":
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				flagErr = err
+			}
+			v = abs
+		}
+		words = append(words, "--"+fl.Name, v)
+	})
+	if flagErr != nil {
+		return usageError(stderr, "hook: %v", flagErr)
+	}
+	stdout.Write(agenthook.Config(cli, agenthook.ShellJoin(words...), f.timeout))
+	return 0
+}
+
+// oneLine keeps a diagnostic on one line of stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// interruptOnForward is the hook's Forwarder: it arms the handling of
+// Ctrl-C and SIGTERM (interruptible) just before its first request is
+// written, and a signal then cancels, with cancel, the context the whole
+// event is handled under, so that no later ask of the event is written
+// either. The events that forward nothing (the main agent's, a refused
+// event, a session's own grant) never arm it.
+type interruptOnForward struct {
+	*forward.Client
+	cancel context.CancelCauseFunc
+	once   sync.Once
+}
+
+func (f *interruptOnForward) Forward(ctx context.Context, req wire.Request) decision.Decision {
+	f.once.Do(func() {
+		sig := interruptible(context.Background())
+		context.AfterFunc(sig, func() { f.cancel(context.Cause(sig)) })
+	})
+	return f.Client.Forward(ctx, req)
+}
