@@ -46,7 +46,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("courier-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	binDir := fs.String("bin", "bin", "directory holding broker, child and courier-authz-readonly")
+	binDir := fs.String("bin", "bin", "directory holding broker, child, courier-authz-readonly and "+bench.NoopBinary)
 	out := fs.String("out", "bench-results.json", "where to write the figures as JSON")
 	tmpfs := fs.String("tmpfs", "/dev/shm", "a directory on tmpfs for the mailbox roots; empty skips tmpfs")
 	disk := fs.String("disk", os.TempDir(), "a directory on the project's disk for the mailbox roots; empty skips disk")
@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.Filesystems = append(cfg.Filesystems, f)
 		}
 	}
-	for _, name := range []string{"broker", "child", "courier-authz-readonly"} {
+	for _, name := range []string{"broker", "child", "courier-authz-readonly", bench.NoopBinary} {
 		if _, err := os.Stat(filepath.Join(*binDir, name)); err != nil {
 			fmt.Fprintf(stderr, "courier-bench: %v (run `make build` first)\n", err)
 			return 2

@@ -39,12 +39,22 @@
 //     the same ask in turn into the inbox as it is and into an inbox a pi
 //     child's cleanup removed after the previous exchange (requests/,
 //     responses/, the session directory), which the child makes again
-//     (target: p99 within 2 ms of the steady p99);
-//     real `child ask` processes beside `child` runs that have no parent
-//     (start-up cost alone); then the same broker idle for 10 s again. Idle
+//     (target: p99 within 2 ms of the steady p99); then the same broker
+//     idle for 10 s again. Idle
 //     CPU is utime+stime from /proc/<pid>/stat (10 ms ticks, the resolution
 //     of the target itself) and the schedstat on-CPU time of every thread
 //     (nanoseconds).
+//   - child: real processes on the agent's critical path, in rounds whose
+//     order rotates: `child ask` and `child hook claude-code` (a subagent's
+//     PermissionRequest) for the rule-resolved ask, `child ask` with no
+//     parent (it decides at once), a Go program that does nothing (process
+//     start and exit alone: cmd/courier-bench/courier-bench-noop), and the
+//     same ask in the library. A process's own work is its p50 minus the
+//     do-nothing program's (issue 17's target: ≤ 1.5 ms for ask and hook);
+//     each process's user+system time is reported beside. The in-library
+//     asks look for their answers as a child does and hold no watch of
+//     responses/: one held by the driver would spare the children's exits
+//     the teardown of their own watches (docs/decisions/0021).
 //   - plugin, shadow: the read-only allow-list plugin as one enforcing link
 //     (it allows `cat README.md`, which the default rules leave to ask), and
 //     as one shadow link (consulted beside, never waited for; the ask then

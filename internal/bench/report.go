@@ -163,6 +163,8 @@ func (res *Results) judge() {
 		add("RSS with 3,000 held 1 MiB asks", "≤ 128 MiB", false, "", 0, false)
 	}
 
+	res.Targets = append(res.Targets, fr.Children.targets()...)
+
 	res.Headline = Headline{}
 	if fr.Rule != nil {
 		res.Headline.RuleP50us, res.Headline.RuleP99us = micros(fr.Rule.Latency.P50), micros(fr.Rule.Latency.P99)
@@ -375,22 +377,13 @@ var rows = []row{
 		}
 		return fmt.Sprintf("%s (%s) [n=%d; all held after %.2f s; stop %.2f s]", kib(h.Memory.RSS), kib(h.Memory.HWM), h.N, h.AtTerminalSeconds, h.StopSeconds)
 	}},
-	{"real `child ask` process: p50/p90/p99/max µs", func(fr *FSResult) string {
-		if fr.Children == nil {
-			return na
-		}
-		s := summaryCell(fr.Children.Ask)
-		if fr.Children.Failed > 0 {
-			s += fmt.Sprintf(" %d FAILED", fr.Children.Failed)
-		}
-		return s
-	}},
-	{"  … `child` start and exit alone: p50/p90/p99/max µs", func(fr *FSResult) string {
-		if fr.Children == nil {
-			return na
-		}
-		return summaryCell(fr.Children.Start)
-	}},
+	{"real `child ask` process, rule-resolved: p50/p90/p99/max µs", func(fr *FSResult) string { return fr.Children.cell("ask") }},
+	{"  … `child hook claude-code`, a subagent's PermissionRequest for it", func(fr *FSResult) string { return fr.Children.cell("hook") }},
+	{"  … `child ask` with no parent (start, flags, grants, exit)", func(fr *FSResult) string { return fr.Children.cell("start") }},
+	{"  … a Go program that does nothing (start and exit alone)", func(fr *FSResult) string { return fr.Children.cell("noop") }},
+	{"  … the same ask in the library, in the same loop", func(fr *FSResult) string { return fr.Children.cell("lib") }},
+	{"  … own work, p50 − nothing's p50: ask / hook / no parent µs", func(fr *FSResult) string { return fr.Children.ownCell() }},
+	{"  … CPU per process, p50 (user+sys): ask / hook / no parent / nothing µs", func(fr *FSResult) string { return fr.Children.cpuCell() }},
 }
 
 func floodCell(f *FloodResult) string {

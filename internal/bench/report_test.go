@@ -35,7 +35,11 @@ func sampleResults() *Results {
 		Idle:      &IdleResult{ExecPercent: 0.15, TicksPercent: 0.1},
 		Pending:   &PendingResult{N: 10000, Memory: Memory{RSS: 70 << 10, HWM: 71 << 10}},
 		Backlog:   &BacklogResult{N: 10000, Seconds: 2.5},
-		Children:  &ChildResult{},
+		Children: &ChildResult{
+			Ask:  Summary{N: 100, P50: 4500 * time.Microsecond},
+			Hook: Summary{N: 100, P50: 6 * time.Millisecond},
+			Noop: Summary{N: 100, P50: 3 * time.Millisecond},
+		},
 		FloodDeny: &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 9 * time.Millisecond}, P99Ratio: 4.5},
 		FloodTTY:  &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 40 * time.Millisecond}, P99Ratio: 20},
 		HeldMiB:   &HeldMiBResult{N: 3000, Memory: Memory{RSS: 100 << 10}},
@@ -70,6 +74,8 @@ func TestJudge(t *testing.T) {
 		"legitimate p99 while another floods − quiet, --terminal deny": true,  // +7 ms
 		"legitimate p99 while another floods − quiet, tty":             false, // +38 ms
 		"RSS with 3,000 held 1 MiB asks":                               true,  // 100 MiB
+		"child ask own work (p50 − nothing's p50)":                     true,  // 1.5 ms
+		"child hook own work (p50 − nothing's p50)":                    false, // 3 ms
 	}
 	if len(res.Targets) != len(want) {
 		t.Fatalf("%d targets, want %d", len(res.Targets), len(want))
@@ -81,6 +87,32 @@ func TestJudge(t *testing.T) {
 		if tg.Met != want[tg.Name] {
 			t.Errorf("%s: met = %v, want %v (measured %s)", tg.Name, tg.Met, want[tg.Name], tg.Measured)
 		}
+	}
+}
+
+// The child processes' targets are not judged when a process failed,
+// or when the program that does nothing was not measured: a child that
+// fails fast must never pass for a fast one.
+func TestJudgeChildren(t *testing.T) {
+	for name, mutate := range map[string]func(*ChildResult){
+		"a process failed":   func(c *ChildResult) { c.Failed = 1 },
+		"no noop figure":     func(c *ChildResult) { c.Noop = Summary{} },
+		"no child processes": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := sampleResults()
+			if mutate == nil {
+				res.Filesystems[0].Children = nil
+			} else {
+				mutate(res.Filesystems[0].Children)
+			}
+			res.judge()
+			for _, tg := range res.Targets {
+				if strings.HasPrefix(tg.Name, "child ") && (!tg.Missing || tg.Met) {
+					t.Errorf("%s: %+v, want missing and not met", tg.Name, tg)
+				}
+			}
+		})
 	}
 }
 

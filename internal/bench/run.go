@@ -31,7 +31,7 @@ type Counts struct {
 	// each side of each round), so that a slow disk under a loaded machine
 	// keeps the run within its five minutes; the table gives every n.
 	SerialFor, PluginFor, HeldFor time.Duration
-	// ChildrenFor caps the child-process runs likewise.
+	// ChildrenFor caps the child-process rounds likewise.
 	ChildrenFor time.Duration
 	// Warmup asks per requester, not measured.
 	Warmup int
@@ -44,7 +44,9 @@ type Counts struct {
 	Idle time.Duration
 	// Pending and Backlog are the 10,000-request figures.
 	Pending, Backlog int
-	// Children is how many `child ask` processes of each kind run.
+	// Children is how many rounds of child processes run (each a `child
+	// ask`, a `child hook`, a child with no parent, a program that does
+	// nothing and an in-library ask).
 	Children int
 	// Flood is the legitimate requester's asks on each side (quiet and
 	// flooded) of the flood comparison, FloodFor caps each run of it in
@@ -96,8 +98,8 @@ type Config struct {
 	// machine loaded by others cannot stretch the run past its five
 	// minutes. DefaultBudget is make bench's.
 	Budget time.Duration
-	// Only, when not empty, runs just the named scenarios (rule, plugin,
-	// shadow, poll, tty, backlog): for profiling one of them. Figures of
+	// Only, when not empty, runs just the named scenarios (rule, child,
+	// plugin, shadow, poll, tty, backlog): for profiling one of them. Figures of
 	// the others are then missing and their targets not judged.
 	Only []string
 	// HeldMiBArgs are the `broker serve` flags of the broker that holds
@@ -116,7 +118,7 @@ var DefaultHeldMiBArgs = []string{"--max-pending", "4096"}
 const DefaultBudget = 4*time.Minute + 15*time.Second
 
 // Scenarios are the names Config.Only accepts, in the order they run.
-var Scenarios = []string{"rule", "plugin", "shadow", "poll", "tty", "backlog", "flood", "floodtty"}
+var Scenarios = []string{"rule", "child", "plugin", "shadow", "poll", "tty", "backlog", "flood", "floodtty"}
 
 // OnRequest are the scenarios that run only when Config.Only names them:
 // the floods of issue 14 take a minute and a half and write gigabytes,
@@ -231,6 +233,7 @@ func (r *runner) runFilesystem(ctx context.Context, fs Filesystem, first bool) (
 		run  func(context.Context, *FSResult, string, bool) error
 	}{
 		{"rule", r.ruleScenario},
+		{"child", r.childScenario},
 		{"plugin", r.pluginScenario},
 		{"shadow", r.shadowScenario},
 		{"poll", r.pollScenario},

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/rules"
 )
 
 // ruleScenario: the default rules, nobody at the terminal. The broker
 // idle as it starts; the rule-resolved round trip, throughput at 1/8/32
-// requesters, real child processes; then the same broker idle again.
+// requesters; then the same broker idle again. (Real child processes are
+// a scenario of their own: childScenario.)
 func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, first bool) error {
 	cfgPath := filepath.Join(base, "rules.json")
 	cfgDoc, err := benchConfig()
@@ -72,18 +74,6 @@ func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, fi
 		r.progress("[%s]   %s", fr.Label, lr.brief())
 	}
 
-	r.progress("[%s] %d real `child ask` processes and %d that only start (at most %s)", fr.Label, c.Children, c.Children, c.ChildrenFor)
-	ch, err := runChildren(ctx, r.bin("child"), spec.root(), filepath.Join(base, "agent"), session, c.Children, c.ChildrenFor)
-	if err != nil {
-		return err
-	}
-	ch.InLibrary = fr.Rule.Latency
-	fr.Children = &ch
-	if ch.Failed > 0 {
-		fr.Errors = append(fr.Errors, fmt.Sprintf("child processes: %d failed: %s", ch.Failed, ch.Error))
-	}
-	r.progress("[%s]   child ask p50 %s, start alone p50 %s, in-library p50 %s", fr.Label, us(ch.Ask.P50), us(ch.Start.P50), us(ch.InLibrary.P50))
-
 	r.progress("[%s] the same broker idle for %s after serving", fr.Label, c.Idle)
 	idle, err := measureIdle(ctx, b.pid(), c.Idle)
 	if err != nil {
@@ -108,11 +98,15 @@ func (r *runner) linkConfig(base, mode string) (string, error) {
 		return "", fmt.Errorf("reading the plugin binary: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	cfg := map[string]any{
-		"authorizerChain": []map[string]any{{
-			"name": pluginLinkName, "path": abs, "sha256": hex.EncodeToString(sum[:]), "timeoutMs": 5000, "mode": mode,
-		}},
+	// The default rules, with the link: a config without a "permission"
+	// object is refused (it would drop the built-in denies).
+	var cfg map[string]any
+	if err := json.Unmarshal(rules.DefaultConfigJSON(), &cfg); err != nil {
+		return "", fmt.Errorf("the embedded default config: %w", err)
 	}
+	cfg["authorizerChain"] = []map[string]any{{
+		"name": pluginLinkName, "path": abs, "sha256": hex.EncodeToString(sum[:]), "timeoutMs": 5000, "mode": mode,
+	}}
 	out, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
