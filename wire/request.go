@@ -384,12 +384,31 @@ type (
 // EncodeRequest writes r as compact JSON in pi's member order. It refuses
 // a request that its own reader would reject, so a child can never publish
 // a file the broker must throw away.
+//
+// The bytes are those encoding/json writes for requestWire, but written by
+// hand (appendRequestWire): a child encodes one request per process, and
+// encoding/json's first use of these types, building their encoders by
+// reflection, cost it 0.2-0.3 ms. A request the hand-written path does not
+// cover (a payload that is not valid JSON) takes encoding/json's path, so
+// its error is encoding/json's too.
 func EncodeRequest(r Request) ([]byte, error) {
+	w, err := requestWireOf(r)
+	if err != nil {
+		return nil, err
+	}
+	if data, ok := appendRequestWire(make([]byte, 0, 1024), &w); ok {
+		return data, nil
+	}
+	return encodeCompact(w)
+}
+
+// requestWireOf checks r as EncodeRequest promises and gives its wire shape.
+func requestWireOf(r Request) (requestWire, error) {
 	if err := ValidateID(r.ID); err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return requestWire{}, fmt.Errorf("encode request: %w", err)
 	}
 	if r.RequesterSessionID == "" || r.TargetSessionID == "" || r.RequesterAgentName == "" {
-		return nil, fmt.Errorf("encode request %s: requester session, target session and agent name are required", r.ID)
+		return requestWire{}, fmt.Errorf("encode request %s: requester session, target session and agent name are required", r.ID)
 	}
 	w := requestWire{
 		ID: r.ID, CreatedAt: r.CreatedAt,
@@ -403,7 +422,7 @@ func EncodeRequest(r Request) ([]byte, error) {
 			lw := legacyApprovalWire{Surface: sa.Grants[0].Surface}
 			for _, g := range sa.Grants {
 				if g.Surface != lw.Surface {
-					return nil, fmt.Errorf("encode request %s: the 20.x sessionApproval shape holds one surface, got %q and %q", r.ID, lw.Surface, g.Surface)
+					return requestWire{}, fmt.Errorf("encode request %s: the 20.x sessionApproval shape holds one surface, got %q and %q", r.ID, lw.Surface, g.Surface)
 				}
 				lw.Patterns = append(lw.Patterns, g.Pattern)
 			}
@@ -418,7 +437,7 @@ func EncodeRequest(r Request) ([]byte, error) {
 	}
 	if ai := r.AccessIntent; ai != nil {
 		if ai.Surface == "" || len(ai.MatchValues) == 0 {
-			return nil, fmt.Errorf("encode request %s: an access intent needs a surface and at least one match value", r.ID)
+			return requestWire{}, fmt.Errorf("encode request %s: an access intent needs a surface and at least one match value", r.ID)
 		}
 		iw := &intentWire{
 			Surface: ai.Surface, MatchValues: ai.MatchValues, BoundaryValue: ai.BoundaryValue,
@@ -429,5 +448,5 @@ func EncodeRequest(r Request) ([]byte, error) {
 		}
 		w.AccessIntent = iw
 	}
-	return encodeCompact(w)
+	return w, nil
 }
