@@ -12,6 +12,7 @@ FUZZ_TARGETS := \
 	./agenthook:FuzzDecode \
 	./wire:FuzzDecodeRequest \
 	./wire:FuzzPeekRequester \
+	./wire:FuzzAppendRequestWire \
 	./wire:FuzzDecodeResponse \
 	./wire:FuzzDecodeHeartbeat \
 	./wire:FuzzResponseBinding \
@@ -43,6 +44,7 @@ FUZZ_TARGETS := \
 # FUZZTIME_SHORT (e.g. 30s, or 100000x) to give every target that budget.
 FUZZ_SHORT_TARGETS := \
 	./wire:FuzzDecodeRequest:20000x \
+	./agenthook:FuzzDecode:20000x \
 	./wire:FuzzDecodeResponse:30000x \
 	./wire:FuzzResponseBinding:50000x \
 	./wire:FuzzDecodeHeartbeat:50000x \
