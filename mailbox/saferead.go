@@ -150,9 +150,10 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 
 // readAtMost reads fd to its end, but no more than max bytes. The size can
 // grow after fstat (a writer may still hold the file open), so the cap is
-// enforced on what is actually read, not on size. The buffer starts one
-// byte past size, so a file that did not change is read into it whole and
-// its end seen without growing it.
+// enforced on what is actually read, not on size. It stops once size
+// bytes are read (size 0 reads to the end: a file whose size fstat does
+// not know); the buffer starts one byte past size, so a file that grew is
+// read on without growing it at once.
 func readAtMost(fd int, size, max int64) ([]byte, error) {
 	buf := make([]byte, 0, min(size+1, max))
 	for int64(len(buf)) < max {
@@ -172,6 +173,13 @@ func readAtMost(fd int, size, max int64) ([]byte, error) {
 			break
 		}
 		buf = buf[:len(buf)+n]
+		if int64(len(buf)) == size && size > 0 {
+			// All fstat saw: the read that would find the end is a
+			// system call more on every file, and a file that grows
+			// after fstat is one still being written, which the
+			// reader of its bytes finds cut and looks at again.
+			break
+		}
 	}
 	return buf, nil
 }

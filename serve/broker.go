@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,10 @@ type Broker struct {
 	// fair holds the work left on each request after it was read, in
 	// turn across requesters (fair.go).
 	fair *fairQueue
+	// aheadBytes and aheadJobs, when positive, replace the bounds on
+	// reading a flood ahead (maxAheadBytes, maxQueuedJobs): a test
+	// reaches them with a few hundred files, not tens of thousands.
+	aheadBytes, aheadJobs int
 	// registered numbers the in-flight registrations and sweeps the
 	// sweeps, so that a sweep judges only what was registered before it
 	// listed the inbox.
@@ -189,6 +194,12 @@ func (b *Broker) prepare() {
 	b.answeredDigest = make(map[string]uint64)
 	b.unwritten = make(map[string]unwrittenAnswer)
 	b.fair = newFairQueue()
+	if b.aheadBytes > 0 {
+		b.fair.aheadMax = b.aheadBytes
+	}
+	if b.aheadJobs > 0 {
+		b.fair.jobsMax = b.aheadJobs
+	}
 }
 
 // Run serves until ctx ends, then answers what is still pending, withdraws
@@ -310,11 +321,13 @@ func (b *Broker) Run(ctx context.Context) error {
 }
 
 // work is one worker: it reads the requests the watcher delivered
-// (intake) and does the jobs they leave, in turn across requesters, until
+// (read) and does the jobs they leave, in turn across requesters, until
 // stop is closed or the watcher ends. Reading comes first while names are
 // waiting, up to intakeBurst of them between two jobs: a flood's files
 // are read as fast as they come, so that a legitimate request is in its
-// requester's queue, and taken in its turn, soon after it arrives.
+// requester's queue, and taken in its turn, soon after it arrives. While
+// a flood crowds the queue (0020), the jobs of the requesters that are
+// not flooding come before any reading, and the flood's after all of it.
 //
 // The names come through waiting (takeAhead), not from the watcher's
 // channel: a worker that finished a small file would often find the
@@ -324,11 +337,15 @@ func (b *Broker) Run(ctx context.Context) error {
 func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-chan struct{}) {
 	take := func(name string) {
 		b.fair.readOne(time.Now())
-		o, key, j := b.intake(ctx, name)
+		o, key, j := b.read(ctx, name)
 		if j != nil {
 			b.fair.push(key, j)
 		}
 		b.release(name, o)
+	}
+	do := func(j job) {
+		j()
+		b.fair.done()
 	}
 	for reads := 0; ; {
 		select {
@@ -336,7 +353,12 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 			return
 		default:
 		}
-		if reads < intakeBurst {
+		if j, ok := b.fair.takeLight(); ok {
+			do(j)
+			continue
+		}
+		readAll := b.fair.readAll()
+		if reads < intakeBurst || readAll {
 			if name, ok := waiting.pop(); ok {
 				take(name)
 				reads++
@@ -344,9 +366,15 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 			}
 		}
 		if j, ok := b.fair.take(); ok {
-			j()
-			b.fair.done()
+			do(j)
 			reads = 0
+			if readAll {
+				// The flood's job is done; the watcher and the
+				// takeAhead goroutine, which feed the reading, run
+				// before this worker takes another (a goroutine that
+				// never blocks keeps its processor for 10 ms).
+				runtime.Gosched()
+			}
 			continue
 		}
 		reads = 0

@@ -38,6 +38,25 @@ const (
 	crowdedRecently = 10 * time.Millisecond
 )
 
+// A requester with heavyJobs jobs or more waiting is flooding
+// (docs/decisions/0020-flood-intake.md): the files it writes next are read
+// ahead of deciding them (only its requester id is peeked; the rest of
+// intake is done in its turn), and while the queue is crowded its jobs
+// wait until nothing is left to read, while the jobs of the others
+// (light) are done before any more reading. Ahead-read files keep their
+// bytes until their turn, at most maxAheadBytes in all, and no file is
+// read ahead while maxQueuedJobs wait: past those, reading and jobs take
+// turns as without a flood (readAll).
+const (
+	heavyJobs     = 16
+	maxAheadBytes = 32 << 20
+	maxQueuedJobs = 1 << 16
+)
+
+// lightScan is how many requesters, from the one whose turn it is,
+// takeLight looks at for one that is not flooding.
+const lightScan = 64
+
 // job is the work left on one request once its file is read: answering
 // it, escalating it, or concluding its escalation. A job releases its
 // request file to the watcher when it is done.
@@ -63,6 +82,12 @@ type fairQueue struct {
 	// when a request file was last read (crowded).
 	queued, running int
 	read            time.Time
+	// heavy is how many requesters have heavyJobs jobs or more waiting,
+	// and ahead the bytes kept by files read ahead of their turn.
+	heavy, ahead int
+	// aheadMax and jobsMax are the bounds on reading ahead:
+	// maxAheadBytes and maxQueuedJobs, smaller in tests that reach them.
+	aheadMax, jobsMax int
 }
 
 // requester is one requesting session's place in the queue.
@@ -79,7 +104,7 @@ type requester struct {
 }
 
 func newFairQueue() *fairQueue {
-	return &fairQueue{byKey: make(map[string]*requester), kick: make(chan struct{}, 1)}
+	return &fairQueue{byKey: make(map[string]*requester), kick: make(chan struct{}, 1), aheadMax: maxAheadBytes, jobsMax: maxQueuedJobs}
 }
 
 // requesterKey is whose turn a request's work takes: its requesting
@@ -115,6 +140,9 @@ func (q *fairQueue) push(key string, j job) {
 	q.mu.Lock()
 	r := q.get(key)
 	r.jobs = append(r.jobs, j)
+	if len(r.jobs) == heavyJobs {
+		q.heavy++
+	}
 	q.queued++
 	if !r.inTurn {
 		r.inTurn = true
@@ -147,12 +175,49 @@ func (q *fairQueue) take() (job, bool) {
 		q.mu.Unlock()
 		return nil, false
 	}
-	r := q.turn[0]
+	j := q.takeAt(0)
+	more := len(q.turn) > 0 && !crowded
+	q.mu.Unlock()
+	if more {
+		q.wake()
+	}
+	return j, true
+}
+
+// takeLight returns the next job of a requester that is not flooding,
+// in turn, while another requester is: a worker does it before it reads
+// more, so that a legitimate request read in the middle of a flood waits
+// for no flood job at all (0020). It returns none when no requester is
+// flooding, and then the worker reads and takes turns as take says.
+func (q *fairQueue) takeLight() (job, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.heavy == 0 {
+		return nil, false
+	}
+	for i, r := range q.turn[:min(len(q.turn), lightScan)] {
+		if len(r.jobs) < heavyJobs {
+			return q.takeAt(i), true
+		}
+	}
+	return nil, false
+}
+
+// takeAt takes the oldest job of the i-th requester in turn, which then
+// goes last, and counts it running. q.mu is held.
+func (q *fairQueue) takeAt(i int) job {
+	r := q.turn[i]
+	// Those before it move up one: at most lightScan of them, however
+	// many requesters wait.
+	copy(q.turn[1:i+1], q.turn[:i])
 	q.turn[0] = nil
 	q.turn = q.turn[1:]
 	j := r.jobs[0]
 	r.jobs[0] = nil
 	r.jobs = r.jobs[1:]
+	if len(r.jobs) == heavyJobs-1 {
+		q.heavy--
+	}
 	if len(r.jobs) > 0 {
 		q.turn = append(q.turn, r)
 	} else {
@@ -161,12 +226,7 @@ func (q *fairQueue) take() (job, bool) {
 	}
 	q.queued--
 	q.running++
-	more := len(q.turn) > 0 && !crowded
-	q.mu.Unlock()
-	if more {
-		q.wake()
-	}
-	return j, true
+	return j
 }
 
 // done says a job taken is done.
@@ -181,6 +241,38 @@ func (q *fairQueue) readOne(now time.Time) {
 	q.mu.Lock()
 	q.read = now
 	q.mu.Unlock()
+}
+
+// readAhead reports whether the next file of key, n bytes, is to be read
+// ahead of its turn (0020): key is flooding and the bounds on what waits
+// leave room. Its bytes then count until aheadDone.
+func (q *fairQueue) readAhead(key string, n int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := q.byKey[key]
+	if r == nil || len(r.jobs) < heavyJobs || q.ahead+n > q.aheadMax || q.queued >= q.jobsMax {
+		return false
+	}
+	q.ahead += n
+	return true
+}
+
+// aheadDone says n bytes read ahead are no longer kept.
+func (q *fairQueue) aheadDone(n int) {
+	q.mu.Lock()
+	q.ahead -= n
+	q.mu.Unlock()
+}
+
+// readAll says a worker reads every name waiting before it does a job
+// (takeLight's aside): a flood crowds the queue, and what waits leaves
+// room for more to be read ahead. Past maxQueuedJobs or maxAheadBytes a
+// worker does a job after intakeBurst reads, as without a flood, and
+// reads no file ahead: what waits unread costs no memory.
+func (q *fairQueue) readAll() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.heavy > 0 && q.crowded() && q.queued < q.jobsMax && q.ahead < q.aheadMax
 }
 
 // crowded says the workers are behind a flood: more than crowdedJobs

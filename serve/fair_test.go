@@ -120,3 +120,43 @@ func TestFairQueueCrowded(t *testing.T) {
 		t.Error("one job at a time though nothing is being read")
 	}
 }
+
+// While one requester floods (heavyJobs jobs or more waiting), the jobs of
+// the others are taken first (takeLight), and only the flooding one's
+// next files are read ahead, within the bytes allowed.
+func TestFairQueueLightFirstAndReadAhead(t *testing.T) {
+	q := newFairQueue()
+	var got []string
+	push := func(key string) { q.push(key, func() { got = append(got, key) }) }
+	for range heavyJobs - 1 {
+		push("f")
+	}
+	push("l")
+	if _, ok := q.takeLight(); ok {
+		t.Fatal("takeLight took a job while nobody floods")
+	}
+	if q.readAhead("f", 100) {
+		t.Fatal("read ahead for a requester that does not flood")
+	}
+	push("f") // now heavyJobs of f wait
+	if !q.readAhead("f", 100) || q.readAhead("l", 100) || q.readAhead("f", maxAheadBytes) {
+		t.Fatal("read ahead: want f within the bytes allowed, not l, not past the bytes allowed")
+	}
+	q.aheadDone(100)
+	j, ok := q.takeLight()
+	if !ok {
+		t.Fatal("takeLight took nothing while f floods and l waits")
+	}
+	j()
+	q.done()
+	if _, ok := q.takeLight(); ok {
+		t.Fatal("takeLight took a flooding requester's job")
+	}
+	for j, ok := q.take(); ok; j, ok = q.take() {
+		j()
+		q.done()
+	}
+	if len(got) != heavyJobs+1 || got[0] != "l" || q.heavy != 0 || q.ahead != 0 {
+		t.Errorf("order %v, heavy %d, ahead %d; want l first, then f's, none heavy, no bytes ahead", got, q.heavy, q.ahead)
+	}
+}

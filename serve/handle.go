@@ -76,11 +76,43 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 // done in arrival order; the job waits for its requester's turn (fair.go).
 // A job releases the request file itself: the outcome is then queued.
 func (b *Broker) intake(ctx context.Context, name string) (outcome, string, job) {
+	id, data, o := b.readRequest(name)
+	if data == nil {
+		return o, "", nil
+	}
+	return b.intakeRead(ctx, name, id, data)
+}
+
+// readRequest reads the request file name: its id and bytes, or (data
+// nil) what became of it when it cannot be served.
+func (b *Broker) readRequest(name string) (id string, data []byte, o outcome) {
 	path := b.requestPath(name)
 	id, err := mailbox.RequestIDFromName(name)
 	if err != nil {
-		return b.reject(path, "its name is not <id>.json", err), "", nil
+		return "", nil, b.reject(path, "its name is not <id>.json", err)
 	}
+	data, err = mailbox.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil, dropped
+	case isUnsafe(err):
+		return "", nil, b.reject(path, "not a plain file this broker may read", err)
+	case err != nil:
+		// EACCES, EMFILE...: keep the request and try again on a rescan.
+		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
+		b.report(err)
+		return "", nil, retry
+	}
+	if data == nil {
+		data = []byte{} // an empty file is read, and malformed
+	}
+	return id, data, 0
+}
+
+// intakeRead is intake once the file is read: data are its bytes, id the
+// id its name says.
+func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (outcome, string, job) {
+	path := b.requestPath(name)
 	b.mu.Lock()
 	u, unwritten := b.unwritten[id]
 	_, answeredBefore := b.answered[id]
@@ -92,18 +124,6 @@ func (b *Broker) intake(ctx context.Context, name string) (outcome, string, job)
 		return dropped, "", nil
 	}
 
-	data, err := mailbox.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return dropped, "", nil
-	case isUnsafe(err):
-		return b.reject(path, "not a plain file this broker may read", err), "", nil
-	case err != nil:
-		// EACCES, EMFILE...: keep the request and try again on a rescan.
-		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
-		b.report(err)
-		return retry, "", nil
-	}
 	req, fieldErrs, err := wire.DecodeRequest(data)
 	if err != nil {
 		if b.stillBeingWritten(path) {

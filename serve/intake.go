@@ -1,8 +1,11 @@
 package serve
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // names holds the request files the watcher delivered and no worker has
@@ -71,5 +74,42 @@ func (b *Broker) takeAhead(waiting *names, stop <-chan struct{}, done chan<- str
 			}
 			waiting.push(name)
 		}
+	}
+}
+
+// read reads one request file the watcher delivered, in arrival order,
+// and returns what intake returns. A file of a requester that is flooding
+// (fairQueue.readAhead: its requester id is peeked, not decoded) is only
+// read: the rest of its intake is a job in that requester's turn, with
+// the bytes read (0020). Reading then keeps up with a flood that deciding
+// and answering cannot, and a legitimate request behind the flood's files
+// is read, decided and answered while the flood's wait.
+func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
+	id, data, o := b.readRequest(name)
+	if data == nil {
+		return o, "", nil
+	}
+	if key, ok := wire.PeekRequester(data); ok && key != "" && b.fair.readAhead(key, len(data)) {
+		return queued, key, b.intakeLater(ctx, name, id, data)
+	}
+	return b.intakeRead(ctx, name, id, data)
+}
+
+// intakeLater is the job of a file read ahead: intake in the requester's
+// turn, and at once what intake leaves (answering, refusing, escalating),
+// since the turn is already taken. ctx is the workers', as intake would
+// have had it: a turn that comes at shutdown answers "the session ended".
+// The key the turn was taken under is the one peeked; the request decoded
+// may claim another (only a writer that is that requester can make them
+// differ), whose bound its ask then counts in.
+func (b *Broker) intakeLater(ctx context.Context, name, id string, data []byte) job {
+	return func() {
+		o, _, j := b.intakeRead(ctx, name, id, data)
+		b.fair.aheadDone(len(data))
+		if j == nil {
+			b.release(name, o)
+			return
+		}
+		j()
 	}
 }

@@ -417,3 +417,23 @@ func TestSplitRefusesUncheckedBytes(t *testing.T) {
 		}
 	}
 }
+
+// PeekRequester agrees with DecodeRequest wherever the latter accepts the
+// bytes, and never panics or loops on anything else.
+func FuzzPeekRequester(f *testing.F) {
+	addFixtures(f, "request.")
+	f.Add([]byte(`{"requesterSessionId":"a","RequesterSessionId":"b"}`))
+	f.Add([]byte(`{"payload":{"requesterSessionId":"x"},"requesterSessionId":"y"}`))
+	f.Add([]byte(`{"requester\u0053essionId":"s\u00e9"}`))
+	f.Add([]byte(`{"requesterSessionId":`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := PeekRequester(data)
+		req, _, err := DecodeRequest(data)
+		if err != nil {
+			return
+		}
+		if !ok || got != req.RequesterSessionID {
+			t.Fatalf("PeekRequester = %q, %v; DecodeRequest read %q", got, ok, req.RequesterSessionID)
+		}
+	})
+}

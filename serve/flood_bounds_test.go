@@ -1,0 +1,273 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/provenance"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// A flood past the bounds on reading ahead (0020) stalls nobody: the
+// flood's asks are held at a Holder terminal (a tty) up to the bound per
+// requester and the rest refused; its backlog passes the bounds on bytes
+// and jobs read ahead, so that part of it is read ahead (its intake a job
+// in its turn) and the rest read whole at 0014's pace. Another
+// requester's ask, read behind all of it, is answered within a deadline:
+// by the rules, or by the operator at the terminal (its conclusion is
+// queued behind the flood's turns). Then every flood request is answered
+// or held, the ahead-read bytes are all given back and nothing is queued:
+// no job was left unrun, no name read and never queued or released.
+func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
+	const (
+		backlog  = 1500
+		heldMax  = 4
+		deadline = 20 * time.Second
+	)
+	tests := []struct {
+		name    string
+		workers int
+		// legitValue is the other requester's ask: allowed by the rules,
+		// or held at the terminal until the test answers it.
+		legitValue string
+		// withdraw removes every flood request once the broker runs:
+		// each child gave up while its turn, read ahead, waited.
+		withdraw bool
+		// more is how many flood requests a writer adds while the
+		// broker reads the backlog.
+		more int
+	}{
+		{"rule ask, one worker", 1, "git status --short", false, 0},
+		{"rule ask, four workers", 4, "git status --short", false, 0},
+		{"held ask answered at the terminal, one worker", 1, "make deploy", false, 0},
+		{"held ask answered at the terminal, four workers", 4, "make deploy", false, 0},
+		{"rule ask, the flood withdrawn while its turns wait", 1, "git status --short", true, 0},
+		{"rule ask, the flood still writing", 2, "git status --short", false, 1500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			layout := mailbox.Layout{Root: t.TempDir()}
+			var flood []string
+			for i := range backlog {
+				id := fmt.Sprintf("flood-%05d", i)
+				dropFrom(t, layout, id, "flooder", "make deploy")
+				flood = append(flood, id)
+			}
+			// Sorted after the flood: the watcher's first scan hands it
+			// out last, behind the whole backlog.
+			legit := dropFrom(t, layout, "legit", "legit", tt.legitValue)
+			term := newQueueTerminal()
+			start := time.Now()
+			f := newFixtureWith(t, layout, term, func(b *Broker) {
+				b.Workers = tt.workers
+				b.MaxPendingPerRequester = heldMax
+				// About 100 flood files of bytes, 200 jobs: reached
+				// within the first few hundred files of the backlog.
+				b.aheadBytes, b.aheadJobs = 64<<10, 200
+			})
+			// The flood's first ask held: the broker runs, and its
+			// fair queue is made (prepare) before this goroutine looks.
+			select {
+			case <-term.asked:
+			case <-time.After(deadline):
+				t.Fatal("no flood ask reached the terminal")
+			}
+			bounds := watchBounds(t, f.broker)
+
+			var writer sync.WaitGroup
+			var answered atomic.Bool
+			if tt.more > 0 {
+				more := make([][]byte, tt.more)
+				for i := range more {
+					data, err := wire.EncodeRequest(request(t, fmt.Sprintf("more-%05d", i), "flooder", "make deploy"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					more[i] = data
+				}
+				dir, _ := layout.RequestsDir("parent")
+				writer.Go(func() {
+					for i, data := range more {
+						if answered.Load() {
+							return
+						}
+						path := fmt.Sprintf("%s/more-%05d.json", dir, i)
+						if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+							t.Error(err)
+							return
+						}
+						if err := os.Rename(path+".tmp", path); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			if tt.withdraw {
+				// Once part of the flood is read ahead and the rest
+				// waits past the bounds.
+				bounds.wait(t, start.Add(deadline))
+				dir, _ := layout.RequestsDir("parent")
+				for _, id := range flood {
+					os.Remove(fmt.Sprintf("%s/%s.json", dir, id))
+				}
+			}
+
+			if tt.legitValue == "make deploy" {
+				waitHeld(t, term, legit.ID, start.Add(deadline))
+				term.answer(t, legit.ID, decision.Allow(provenance.User{Via: provenance.ViaDialog}), 1)
+			}
+			resp := waitResponse(t, layout, legit, start.Add(deadline))
+			answered.Store(true)
+			writer.Wait()
+			t.Logf("the other requester's ask was answered after %s (bounds reached: %v)", time.Since(start).Round(time.Millisecond), bounds.reached())
+			if !resp.Approved {
+				t.Errorf("the other requester's ask: %+v, want allowed", resp)
+			}
+
+			// The flood: heldMax asks held, the rest answered, none
+			// left in the inbox unanswered (or, withdrawn, none left).
+			left := heldMax
+			if tt.withdraw {
+				left = 0
+			}
+			waitInbox(t, layout, left, start.Add(2*deadline))
+			t.Logf("the flood answered or held after %s", time.Since(start).Round(time.Millisecond))
+			if !bounds.reached() {
+				t.Error("the bounds on reading ahead were never reached: the test does not test them")
+			}
+			q := f.broker.fair
+			pollUntil(t, start.Add(2*deadline), "no job queued, no byte kept ahead", func() bool {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				return q.queued == 0 && q.running == 0 && q.ahead == 0 && q.heavy == 0
+			})
+			f.stop()
+		})
+	}
+}
+
+// boundsWatch notes whether a broker's fair queue reached a bound on
+// reading ahead: a sample every millisecond, since a flood's backlog past
+// a bound stays past it for many reads.
+type boundsWatch struct {
+	hit chan struct{} // closed once a bound is reached
+}
+
+func watchBounds(t *testing.T, b *Broker) *boundsWatch {
+	w := &boundsWatch{hit: make(chan struct{})}
+	stop := make(chan struct{})
+	var done sync.WaitGroup
+	t.Cleanup(func() { close(stop); done.Wait() })
+	done.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			q := b.fair
+			q.mu.Lock()
+			hit := q.queued >= q.jobsMax || q.ahead+1024 > q.aheadMax
+			q.mu.Unlock()
+			if hit {
+				close(w.hit)
+				return
+			}
+		}
+	})
+	return w
+}
+
+func (w *boundsWatch) reached() bool {
+	select {
+	case <-w.hit:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits until by for a bound to be reached.
+func (w *boundsWatch) wait(t *testing.T, by time.Time) {
+	t.Helper()
+	select {
+	case <-w.hit:
+	case <-time.After(time.Until(by)):
+		t.Fatal("the bounds on reading ahead were never reached")
+	}
+}
+
+// waitHeld waits until the ask id reaches the terminal, the asks held
+// before it included, until by.
+func waitHeld(t *testing.T, q *queueTerminal, id string, by time.Time) {
+	t.Helper()
+	timeout := time.After(time.Until(by))
+	for {
+		select {
+		case got := <-q.asked:
+			if got == id {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("ask %s did not reach the terminal in time: a stall", id)
+		}
+	}
+}
+
+// waitResponse waits until by for the response to req.
+func waitResponse(t *testing.T, layout mailbox.Layout, req wire.Request, by time.Time) wire.Response {
+	t.Helper()
+	path, _ := layout.ResponsePath("parent", req.ID)
+	var resp wire.Response
+	pollUntil(t, by, "the response to "+req.ID+" (a stall)", func() bool {
+		data, err := mailbox.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		if resp, _, err = wire.DecodeResponse(data); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	return resp
+}
+
+// waitInbox waits until by for the inbox to hold n request files.
+func waitInbox(t *testing.T, layout mailbox.Layout, n int, by time.Time) {
+	t.Helper()
+	dir, _ := layout.RequestsDir("parent")
+	have := -1
+	pollUntil(t, by, fmt.Sprintf("%d request files left in the inbox", n), func() bool {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have = 0
+		for _, e := range entries {
+			if mailbox.IsMailName(e.Name()) {
+				have++
+			}
+		}
+		return have == n
+	})
+}
+
+// pollUntil polls cond until it holds or by passes.
+func pollUntil(t *testing.T, by time.Time, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if time.Now().After(by) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
