@@ -112,6 +112,10 @@ type Client struct {
 	watcher      *responseWatcher // started by the first Forward
 	retryWatcher time.Time        // no new watcher before, after a failure
 	closed       bool
+	// retired are watchers that released themselves (idle) and were
+	// replaced while their goroutine may still be on its way out: Close
+	// waits for them too, so none outlives the Client.
+	retired []*responseWatcher
 }
 
 func (c *Client) now() time.Time {

@@ -102,6 +102,9 @@ func (c *Client) sharedWatcher() *responseWatcher {
 	if w := c.watcher; w != nil && !w.Stopped() {
 		return w
 	}
+	if c.watcher != nil {
+		c.retire(c.watcher)
+	}
 	c.watcher = nil
 	now := time.Now()
 	if now.Before(c.retryWatcher) {
@@ -142,10 +145,29 @@ func (c *Client) Close() {
 	c.closed = true
 	w := c.watcher
 	c.watcher = nil
+	retired := c.retired
+	c.retired = nil
 	c.mu.Unlock()
 	if w != nil {
 		w.Close()
 	}
+	for _, r := range retired {
+		<-r.Exited() // stopped already: its goroutine is returning
+	}
+}
+
+// retire keeps a watcher that stopped by itself until its goroutine has
+// returned, dropping those that have. Called with c.mu held.
+func (c *Client) retire(w *responseWatcher) {
+	kept := c.retired[:0]
+	for _, r := range append(c.retired, w) {
+		select {
+		case <-r.Exited():
+		default:
+			kept = append(kept, r)
+		}
+	}
+	c.retired = kept
 }
 
 // armWait prepares the inbox if needed and arms the wait for respPath. It

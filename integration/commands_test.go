@@ -97,12 +97,23 @@ func cmdWaitCount(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdWaitGrep waits until a line of FILE matches REGEX: "waitgrep REGEX
-// FILE". A review-log entry is written after the response that a script
-// may already have seen, so a plain grep there races the broker.
+// cmdWaitGrep waits until a line of FILE matches REGEX: "waitgrep
+// [-count=N] REGEX FILE"; with -count, until N lines match, and then
+// asserts that no more do. A review-log entry is written after the
+// response that a script may already have seen, so a plain grep there
+// races the broker.
 func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	want := 1
+	exact := false
+	if len(args) > 0 && strings.HasPrefix(args[0], "-count=") {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "-count="))
+		if err != nil || n < 1 {
+			ts.Fatalf("waitgrep: bad %s: want -count=N with N >= 1", args[0])
+		}
+		want, exact, args = n, true, args[1:]
+	}
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: waitgrep REGEX FILE")
+		ts.Fatalf("usage: waitgrep [-count=N] REGEX FILE")
 	}
 	re, err := regexp.Compile("(?m)" + args[0])
 	ts.Check(err)
@@ -110,11 +121,14 @@ func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(waitLimit)
 	for {
 		data, _ := os.ReadFile(path)
-		if re.Match(data) {
+		if n := len(re.FindAllIndex(data, -1)); n >= want {
+			if exact && n != want {
+				ts.Fatalf("%d lines of %s matched %q, want %d", n, args[1], args[0], want)
+			}
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("no line of %s matched %q within %s", args[1], args[0], waitLimit)
+			ts.Fatalf("no %d line(s) of %s matched %q within %s", want, args[1], args[0], waitLimit)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
