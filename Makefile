@@ -33,7 +33,9 @@ FUZZ_TARGETS := \
 	./rules:FuzzDecodeSnapshot \
 	./prompt:FuzzClean \
 	./authorizer:FuzzCleanReason \
-	./plugins:FuzzPluginOutput
+	./plugins:FuzzPluginOutput \
+	./plugins:FuzzCheckHandshakeLine \
+	./plugins:FuzzPinInConfig
 
 # The decoders of everything a mailbox peer or the operator writes (request,
 # response and its binding, heartbeat, decidedBy, config): `make test` fuzzes
@@ -87,7 +89,7 @@ proto:
 		--plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
 		--go_out=$(PROTO_OUT) --go_opt=paths=source_relative \
 		--go-grpc_out=$(PROTO_OUT) --go-grpc_opt=paths=source_relative \
-		$$(cd $(PROTO_DIR) && find * -name '*.proto' | sort)
+		$$(cd $(PROTO_DIR) && find courier -name '*.proto' | sort)
 
 ## test: gofmt check, go vet, every test (integration/ included) with the race
 ## detector, the short fuzz runs, then the reliability figures
@@ -118,10 +120,21 @@ soak:
 	status=$$?; echo "== reliability figures (soak campaigns; docs/RELIABILITY.md)"; cat $$figures; rm -f $$figures; exit $$status
 
 # test-deps installs what the end-to-end tests drive besides our binaries:
-# tmux, for the operator prompt's scripts (they skip without it).
+# tmux, for the operator prompt's scripts (they skip without it); Debian's
+# Python packages and proto compilers for the Python example plugin's
+# scripts (integration/testdata/plugins/python_*.txtar, which skip without
+# them). The Python ones are pinned to their upstream versions in Debian 12
+# (bookworm); the * takes Debian's security revisions of that version.
+PYTHON_PLUGIN_DEBS := 'python3-grpcio=1.51.1-*' 'python3-protobuf=3.21.12-*' \
+	'python3-cryptography=38.0.4-*' 'protobuf-compiler=3.21.12-*' 'protobuf-compiler-grpc=1.51.1-*'
 test-deps:
 	@command -v tmux >/dev/null 2>&1 || { echo "tmux missing: installing Debian's tmux for the prompt tests"; \
 		(apt-get update -qq && apt-get install -y -qq tmux) || echo "could not install tmux: the tty scripts will be skipped"; }
+	@{ command -v protoc && command -v grpc_python_plugin && \
+		/usr/bin/python3 -I -c 'import grpc, google.protobuf, cryptography'; } >/dev/null 2>&1 || \
+		{ echo "Python plugin packages missing: installing Debian's $(PYTHON_PLUGIN_DEBS)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PYTHON_PLUGIN_DEBS)) || \
+		echo "could not install them: the Python plugin scripts will be skipped"; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -21,6 +21,9 @@ import (
 //	$AUTHZ_TEST, $AUTHZ_TEST_SHA256          plugins/testdata/plugins/testauthz
 //	$AUTHZ_DENYLIST, $AUTHZ_DENYLIST_SHA256  cmd/courier-authz-denylist
 //	$AUTHZ_READONLY, $AUTHZ_READONLY_SHA256  cmd/courier-authz-readonly
+//
+// The python_*.txtar scripts build Python plugins with pyplugin and skip
+// under [!python] (python_plugins_test.go).
 func TestPluginScripts(t *testing.T) {
 	_, self, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(self))
@@ -57,8 +60,11 @@ func TestPluginScripts(t *testing.T) {
 			for k, v := range sums {
 				env.Setenv(k, v)
 			}
+			// What python_*.txtar skip with (python_plugins_test.go).
+			env.Setenv("PYTHON_MISSING", pythonEnvMissing())
 			return nil
 		},
+		Condition: pythonCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"nomail":    cmdNoMail,
 			"exits":     cmdExits,
@@ -67,6 +73,7 @@ func TestPluginScripts(t *testing.T) {
 			"waitcount": cmdWaitCount,
 			"waitgrep":  cmdWaitGrep,
 			"expand":    cmdExpand,
+			"pyplugin":  cmdPyPlugin,
 		},
 	})
 }

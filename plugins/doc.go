@@ -31,8 +31,17 @@
 //     panics the whole host on {"@message": 1}; it is switched off (the
 //     logger it would feed reports level Off) and this package parses
 //     stderr itself, type-checked, line-capped and rate-limited. Stdout
-//     before the handshake fails that start; after it, both streams go to
-//     the diagnostic log, capped. Replies are capped at 1 MiB.
+//     before the handshake fails that start; after it, go-plugin reads
+//     and discards raw stdout, and stderr (and what a plugin streams
+//     through GRPCStdio) goes to the diagnostic log, capped. Replies are
+//     capped at 1 MiB.
+//   - A start that fails is explained from what the plugin did (its first
+//     stdout line, checked field by field; its exit status; the TLS or
+//     gRPC error of its first call) in words that do not assume Go, with
+//     the contract (docs/PLUGINS.md) on a line of its own.
+//   - The diagnostic log can be kept in the review log
+//     ([ReviewLogWriter]), within a budget per link, so a chatty plugin
+//     cannot rotate the operator's decisions out of it.
 //   - The plugin gets no part of the broker's environment: only PATH, a
 //     private TMPDIR (also where its socket lives) and go-plugin's
 //     variables. It runs in "/" with empty stdin, in its own process group

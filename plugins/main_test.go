@@ -35,6 +35,7 @@ var (
 	denylistBin  string // cmd/courier-authz-denylist
 	readonlyBin  string // cmd/courier-authz-readonly
 	hostileBin   string // plugins/testdata/plugins/hostile
+	rawBin       string // plugins/testdata/plugins/rawplugin
 	brokerBin    string // cmd/broker
 	// testPlan is the confinement this machine gives, probed once: the
 	// harness runs every plugin confined unless a test says otherwise.
@@ -59,11 +60,13 @@ func TestMain(m *testing.M) {
 		denylistBin = filepath.Join(dir, "courier-authz-denylist")
 		readonlyBin = filepath.Join(dir, "courier-authz-readonly")
 		hostileBin = filepath.Join(dir, "hostile")
+		rawBin = filepath.Join(dir, "rawplugin")
 		brokerBin = filepath.Join(dir, "broker")
 		for out, pkg := range map[string]string{
 			testauthz: "./testdata/plugins/testauthz", testHost: "./testdata/host",
 			denylistBin: "../cmd/courier-authz-denylist", readonlyBin: "../cmd/courier-authz-readonly",
 			hostileBin: "./testdata/plugins/hostile", brokerBin: "../cmd/broker",
+			rawBin: "./testdata/plugins/rawplugin",
 		} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {

@@ -122,12 +122,14 @@ func (o *pluginOutput) line(stream string, parse bool, raw []byte, truncated boo
 	}
 	o.mu.Unlock()
 
-	level, msg, module, ok := zerolog.DebugLevel, text, "", false
+	// A plain line is logged at Info: it is what the plugin chose to
+	// print, and the review log keeps Info and above.
+	level, msg, module, ok := zerolog.InfoLevel, text, "", false
 	if parse {
 		level, msg, module, ok = parseHCLogLine(text)
 	}
 	if !ok {
-		level, msg = zerolog.DebugLevel, text
+		level, msg = zerolog.InfoLevel, text
 		if strings.HasPrefix(text, "panic:") || strings.HasPrefix(text, "fatal error:") {
 			level = zerolog.ErrorLevel
 		}

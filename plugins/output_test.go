@@ -50,7 +50,7 @@ func TestPluginOutputParsesWithCaps(t *testing.T) {
 	stderr.Write([]byte("\n"))
 	got := buf.String()
 	for _, want := range []string{
-		`"level":"debug","stream":"stderr","message":"{\"@message\": 1, \"@level\": \"info\"}"`,
+		`"level":"info","stream":"stderr","message":"{\"@message\": 1, \"@level\": \"info\"}"`,
 		`"level":"warn","stream":"stderr","module":"judge","message":"disk low"`,
 		`"level":"error","stream":"stderr","message":"panic: boom"`,
 		`"truncated":true`,

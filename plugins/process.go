@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
 
@@ -46,10 +47,39 @@ func openVerified(path, want string) (*os.File, error) {
 	if err != nil || len(wantSum) != sha256.Size {
 		return nil, fmt.Errorf("%w: pinned sha256 %q is not 64 hex digits", ErrChecksum, want)
 	}
+	f, err := openChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
+	}
+	if got := h.Sum(nil); subtle.ConstantTimeCompare(got, wantSum) != 1 {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s has sha256 %x, the config pins %s", ErrChecksum, path, got, want)
+	}
+	return f, nil
+}
+
+// openChecked opens the binary at path after the checks openVerified
+// makes, all but the sum.
+func openChecked(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBinary, err)
 	}
+	if err := checkBinary(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkBinary is what openVerified checks of the open binary f before
+// its sum.
+func checkBinary(f *os.File, path string) error {
 	fi, err := f.Stat()
 	switch {
 	case err != nil:
@@ -72,20 +102,7 @@ func openVerified(path, want string) (*os.File, error) {
 			err = fmt.Errorf("%w: %w", ErrBinary, perr)
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
-	}
-	if got := h.Sum(nil); subtle.ConstantTimeCompare(got, wantSum) != 1 {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s has sha256 %x, the config pins %s", ErrChecksum, path, got, want)
-	}
-	return f, nil
+	return err
 }
 
 // procRunner is the go-plugin runner for one plugin process. courier uses
@@ -95,13 +112,16 @@ func openVerified(path, want string) (*os.File, error) {
 type procRunner struct {
 	path   string // the configured binary, for names and messages
 	cmd    *exec.Cmd
-	bin    *os.File // the verified binary, executed through /proc/self/fd
-	stdout io.ReadCloser
+	bin    *os.File   // the verified binary, executed through /proc/self/fd
+	stdout *firstLine // keeps the first line, for messages
 	stderr io.ReadCloser
 	fork   func(func() error) error
 
-	mu  sync.Mutex
-	pid int
+	mu     sync.Mutex
+	pid    int
+	killed bool          // Kill was called: a SIGKILL status is the broker's
+	exited chan struct{} // closed when Wait has returned
+	status string        // how the process ended, once exited is closed
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -136,8 +156,10 @@ func newProcRunner(path, sum string, args, env []string, tmp string, fork func(f
 	if runtime.GOOS == "linux" {
 		cmd.ExtraFiles = []*os.File{bin}
 	}
-	r := &procRunner{path: path, cmd: cmd, bin: bin, fork: fork}
-	if r.stdout, err = cmd.StdoutPipe(); err == nil {
+	r := &procRunner{path: path, cmd: cmd, bin: bin, fork: fork, exited: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		r.stdout = &firstLine{r: stdout}
 		r.stderr, err = cmd.StderrPipe()
 	}
 	if err != nil {
@@ -160,14 +182,66 @@ func (r *procRunner) Start(context.Context) error {
 	return nil
 }
 
-// Wait waits for the process to exit.
-func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+// Wait waits for the process to exit and records how it ended.
+func (r *procRunner) Wait(context.Context) error {
+	err := r.cmd.Wait()
+	r.mu.Lock()
+	// A kill after the plugin exited on its own changes nothing: only a
+	// SIGKILL the broker sent makes the status the broker's doing.
+	if !(r.killed && sigkilled(r.cmd.ProcessState)) {
+		r.status = exitDescription(r.cmd.ProcessState, err)
+	}
+	r.mu.Unlock()
+	close(r.exited)
+	return err
+}
+
+// exitStatus waits up to wait for the process to end and says how it
+// ended; ok is false when it is still running or was killed by the
+// broker (its status then says nothing about the plugin).
+func (r *procRunner) exitStatus(wait time.Duration) (status string, ok bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+	case <-t.C:
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.status != ""
+}
+
+// sigkilled reports whether the process ended by SIGKILL.
+func sigkilled(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// exitDescription is "exit status 3" or "killed by signal 9". A confined
+// plugin's init reports the plugin's signal as 128+N, as a shell does.
+func exitDescription(ps *os.ProcessState, err error) string {
+	if ps == nil {
+		if err != nil {
+			return sanitize(err.Error())
+		}
+		return ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d, %v", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exit status %d", ps.ExitCode())
+}
 
 // Kill kills the plugin's whole process group, so helpers it started die
 // with it, then the process itself. Killing twice is harmless.
 func (r *procRunner) Kill(context.Context) error {
 	r.mu.Lock()
 	pid := r.pid
+	r.killed = true
 	r.mu.Unlock()
 	if pid <= 0 {
 		return nil
@@ -194,11 +268,10 @@ func (r *procRunner) ID() string {
 	return strconv.Itoa(r.pid)
 }
 
-// Diagnose is appended to go-plugin's "Unrecognized remote plugin
-// message" error.
-func (r *procRunner) Diagnose(context.Context) string {
-	return "a courier plugin must print go-plugin's handshake line first and nothing before it (call sdk.Serve before writing to stdout)"
-}
+// Diagnose adds nothing to go-plugin's "Unrecognized remote plugin
+// message" error: the supervisor explains a failed handshake itself, from
+// the line the plugin printed (explainStart).
+func (r *procRunner) Diagnose(context.Context) string { return "" }
 
 func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
 	return network, addr, nil

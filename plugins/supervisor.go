@@ -247,12 +247,24 @@ func (s *supervised) start(gen uint64) (*instance, error) {
 		}
 		return nil, err
 	}
+	// failStart explains a failed handshake or first call: after the
+	// kill, so the stderr tail holds all the plugin said.
+	failStart := func(explain func(tail string) *startError) (*instance, error) {
+		s.kill(inst, false)
+		return nil, explain(out.Tail())
+	}
 	rpcClient, err := inst.client.Client()
 	if err != nil {
 		if errors.Is(err, ErrChecksum) || errors.Is(err, ErrBinary) {
 			return fail(fmt.Errorf("%w: %w", chain.ErrUnavailable, err))
 		}
-		return fail(fmt.Errorf("%w: start %s: %s", chain.ErrUnavailable, s.spec.Path, capRunes(sanitize(err.Error()), 500)))
+		return failStart(func(tail string) *startError {
+			var stdout *firstLine
+			if inst.proc != nil {
+				stdout = inst.proc.stdout
+			}
+			return explainStart(err, stdout, inst.proc, s.opts.startTimeout(), tail)
+		})
 	}
 	raw, err := rpcClient.Dispense(protocol.PluginName)
 	if err != nil {
@@ -267,7 +279,12 @@ func (s *supervised) start(gen uint64) (*instance, error) {
 	defer cancel()
 	desc, err := pc.Describe(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("%w: describe: %s", chain.ErrUnavailable, capRunes(err.Error(), 300)))
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errDescribeTimeout, err)
+		}
+		return failStart(func(tail string) *startError {
+			return explainConnect(err, inst.proc.stdout, s.opts.startTimeout(), tail)
+		})
 	}
 	logger.Info().Str("plugin", capRunes(sanitize(desc.Name), 100)).Str("version", capRunes(sanitize(desc.Version), 100)).
 		Str("pid", inst.proc.ID()).Msg("authorizer plugin started")

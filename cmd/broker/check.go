@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 const checkUsage = `usage: broker check [--config FILE] --surface S --value V [flags]
        broker check [--config FILE] --request FILE [--json]
+       broker check [--config FILE] --plugins [--verbose]
 
 Explains what the broker's recorded authority answers for one ask: the
 final action (allow, ask or deny), the rule that decided it (surface,
@@ -28,6 +30,15 @@ matches a bash request by its display value; and, for an ask, what comes
 next (the authorizer links, the terminal). The session and the request's
 age are not judged.
 
+With --plugins, every authorizer link of the config is started as broker
+serve starts it (its binary checked against its pin, confined as this
+machine allows), asked the gRPC health check (service "plugin") and, when
+it implements it, AuthorizerService.Health, then stopped: one line per
+link on stdout, "ok" or "FAIL" with what failed; the details of a failure
+(what the plugin printed on stderr, the contract) on stderr. --verbose
+adds the plugin host's diagnostic log on stderr. Exit status 1 when a
+link failed.
+
 Exit status 0 whatever the action; 2 for a usage or config error, or a
 request file the broker would reject (the message names the file and the
 field).
@@ -40,7 +51,7 @@ type stringList []string
 func (l *stringList) String() string     { return fmt.Sprint(*l) }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, checkUsage); fs.PrintDefaults() }
@@ -54,6 +65,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&match, "match", "another value of the same ask, e.g. a path alias (repeatable)")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
 	requestFile := fs.String("request", "", "explain this request file as the broker would resolve it, instead of --surface and --value")
+	checkPlugins := fs.Bool("plugins", false, "start every configured authorizer link, probe its health and check its pin, instead of explaining an ask")
+	verbose := fs.Bool("verbose", false, "with --plugins: print the plugin host's diagnostic log on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -65,6 +78,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "broker check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
+	case *checkPlugins && (askFlags || *requestFile != "" || *asJSON):
+		fmt.Fprintln(stderr, "broker check: --plugins checks the configured links: no --surface, --value, --agent, --floor, --cwd, --match, --request or --json")
+		return exitUsage
+	case *checkPlugins:
+		return runCheckPlugins(ctx, *configPath, *verbose, stdout, stderr)
 	case *requestFile != "" && askFlags:
 		fmt.Fprintln(stderr, "broker check: --request FILE takes the ask from the file: no --surface, --value, --agent, --floor, --cwd or --match")
 		return exitUsage

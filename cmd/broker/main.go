@@ -32,6 +32,7 @@ Commands:
   check   explain which rule decides an ask, and why
   audit   census of decisions in a review log, by who decided them
   grants  list or revoke a session's whole-session grants
+  plugin  pin an authorizer plugin binary's sha256 into the config
 
 Run 'broker <command> -h' for the flags of a command.
 `
@@ -63,7 +64,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return runServe(ctx, args[1:], stderr)
 	case "check":
-		return runCheck(args[1:], stdout, stderr)
+		return runCheck(ctx, args[1:], stdout, stderr)
+	case "plugin":
+		return runPlugin(args[1:], stdout, stderr)
 	case "grants":
 		return runGrants(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

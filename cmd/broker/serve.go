@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 
-	"github.com/rs/zerolog"
-
 	"github.com/seed6639df8c/courier/chain"
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
@@ -64,6 +62,14 @@ the review log, and leaves the file as it is until it is removed.
 The review log is rotated at reviewLogMaxBytes (default 64 MiB) to
 <log>.1, which broker audit reads too.
 
+The plugin host's diagnostic log (plugin starts, restarts and failures,
+go-plugin's messages, what plugins print on stderr) goes to the review log
+as authorizer_plugin.log entries, Info and above, within a budget per link
+(a burst of 200 lines, then one every 10 s); with --log - it is dropped.
+--verbose prints it on stderr instead, go-plugin's debug lines included.
+Problems the operator must act on (a link disabled or not started, a
+missing confinement) are printed on stderr either way.
+
 One broker serves a session: a second broker serve of the same session
 and root refuses to start, naming the pid that serves it and since when.
 The hold is a lock the kernel drops when the broker dies, so a broker
@@ -97,6 +103,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	pollInterval := fs.Duration("poll-interval", mailbox.DefaultPollInterval, "the scan interval with --watch=poll")
 	maxPendingPer := fs.Int("max-pending-per-requester", serve.DefaultMaxPendingPerRequester, "asks of one requesting session that may wait for the chain or the terminal; past it an ask is answered unavailable at once (0: no bound)")
 	maxPending := fs.Int("max-pending", serve.DefaultMaxPending, "asks of all sessions that may wait for the chain or the terminal (0: no bound)")
+	verbose := fs.Bool("verbose", false, "print the plugin host's diagnostic log (plugin starts and failures, go-plugin's debug lines, what plugins print) on stderr; without it, its Info and above go to the review log as "+plugins.LogEvent+" entries")
 	notifyCmd := fs.String("notify-cmd", "", "with --terminal tty: a command run when asks arrive (at most once a second), the ask in its environment (COURIER_ASK_SUMMARY, …); split into words without a shell")
 	// Hidden: for courier-bench and anyone profiling the serve loop; not
 	// an operator's flag, so the usage does not list it.
@@ -224,7 +231,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		judges = &relay.Delegation{Links: names, Log: review, OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) }}
 	} else {
-		diag := zerolog.New(zerolog.SyncWriter(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05"})).With().Timestamp().Str("component", "plugins").Logger()
+		diag := pluginLogger(*verbose, review, stderr)
 		var (
 			problems []error
 			plan     *confine.Plan
