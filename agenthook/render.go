@@ -1,9 +1,6 @@
 package agenthook
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "github.com/seed6639df8c/courier/provenance"
 
 // Verdict is what the hook answers the agent.
 type Verdict int
@@ -38,33 +35,6 @@ type Answer struct {
 // model and the user can tell courier's answer from the agent's own.
 const MessagePrefix = "courier: "
 
-// The output shapes (docs/hooks.md lists what each agent honours). The
-// field order is the one the references show; encoding/json keeps it.
-type (
-	permissionRequestOutput struct {
-		HookSpecificOutput permissionRequestSpecific `json:"hookSpecificOutput"`
-	}
-	permissionRequestSpecific struct {
-		HookEventName string             `json:"hookEventName"`
-		Decision      permissionDecision `json:"decision"`
-	}
-	// permissionDecision holds behavior and message only: Codex voids an
-	// answer with any other field (updatedInput, updatedPermissions,
-	// interrupt), and a message only on a deny.
-	permissionDecision struct {
-		Behavior string `json:"behavior"`
-		Message  string `json:"message,omitempty"`
-	}
-	preToolUseOutput struct {
-		HookSpecificOutput preToolUseSpecific `json:"hookSpecificOutput"`
-	}
-	preToolUseSpecific struct {
-		HookEventName            string `json:"hookEventName"`
-		PermissionDecision       string `json:"permissionDecision"`
-		PermissionDecisionReason string `json:"permissionDecisionReason"`
-	}
-)
-
 // Render is the exact stdout for answer a to event on cli, nil when
 // nothing is printed:
 //
@@ -83,33 +53,37 @@ func Render(cli CLI, event EventName, a Answer) []byte {
 	if a.Verdict == VerdictNone {
 		return nil
 	}
-	var v any
+	// Written by hand: encoding/json's first use in a fresh process builds
+	// its type cache for a tenth of a millisecond, on the agent's critical
+	// path. render_oracle_test.go checks the bytes against encoding/json.
+	var b []byte
 	switch event {
 	case PermissionRequest:
-		d := permissionDecision{Behavior: "allow"}
+		b = append(b, `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":`...)
 		if a.Verdict == VerdictDeny {
-			d = permissionDecision{Behavior: "deny", Message: a.message()}
+			b = append(b, `"deny","message":`...)
+			b = provenance.AppendJSONString(b, a.message())
+		} else {
+			b = append(b, `"allow"`...)
 		}
-		v = permissionRequestOutput{permissionRequestSpecific{HookEventName: string(PermissionRequest), Decision: d}}
+		b = append(b, "}}}\n"...)
 	case PreToolUse:
 		if a.Verdict == VerdictAllow && cli == Codex {
 			return nil
 		}
-		decision := "allow"
+		decision := `"allow"`
 		if a.Verdict == VerdictDeny {
-			decision = "deny"
+			decision = `"deny"`
 		}
-		v = preToolUseOutput{preToolUseSpecific{HookEventName: string(PreToolUse), PermissionDecision: decision, PermissionDecisionReason: a.message()}}
+		b = append(b, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":`...)
+		b = append(b, decision...)
+		b = append(b, `,"permissionDecisionReason":`...)
+		b = provenance.AppendJSONString(b, a.message())
+		b = append(b, "}}\n"...)
 	default:
 		return nil
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil // cannot happen: strings only
-	}
-	return b.Bytes()
+	return b
 }
 
 // message is a's message, never empty: Codex ignores a PreToolUse deny

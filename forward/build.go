@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,11 +40,11 @@ type Ask struct {
 	Grants []wire.SuggestedGrant
 }
 
-// NewRequestID mints pi's request id shape, perm-<uuid v4>, from
-// crypto/rand.
+// NewRequestID mints pi's request id shape, perm-<uuid v4>, from the
+// kernel's random bytes (readRandom).
 func NewRequestID() (string, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if err := readRandom(b[:]); err != nil {
 		return "", fmt.Errorf("minting a request id: %w", err)
 	}
 	b[6] = b[6]&0x0f | 0x40 // version 4

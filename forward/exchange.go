@@ -248,11 +248,16 @@ func (x *exchange) judgeLiveness() (decision.Decision, bool) {
 // answer collects the file at the answer's path. It returns the decision
 // and true when that is the answer; a refused file starts the recheck.
 func (x *exchange) answer() (decision.Decision, bool) {
+	// The stamp of the file about to be read, taken before reading it: a
+	// stamp taken after the refusal could be that of the parent's answer,
+	// renamed over the refused file meanwhile, which would then never be
+	// read (TestForwardRereadsAnAnswerThatReplacedTheRefusedPlant).
+	before := stampOf(x.respPath)
 	// Before the wait is armed (PollFirst), a missing file is looked for
 	// again, as a repeating signal would.
 	d, got := x.collect(x.wait == nil || x.wait.repeats())
 	if got == gotRefused {
-		x.refused, x.stamp = true, stampOf(x.respPath)
+		x.refused, x.stamp = true, before
 		if x.recheck == nil {
 			x.recheck = time.NewTicker(orDefault(x.c.LivenessInterval, DefaultLivenessInterval))
 		}

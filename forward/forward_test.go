@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,6 +278,38 @@ func TestForwardRefusesForgedAnswers(t *testing.T) {
 			assertNoMail(t, c)
 		})
 	}
+}
+
+// The parent's answer renamed over a plant while the child refuses the
+// plant (after reading it, before noting which file it refused) is read:
+// the child used to note the answer as the refused file and wait out its
+// timeout. TestForwardRefusesForgedAnswers met this race at random on a
+// loaded machine; here the answer is written from the refusal's warning.
+func TestForwardRereadsAnAnswerThatReplacedTheRefusedPlant(t *testing.T) {
+	c, req := newClient(t)
+	c.LivenessInterval = 10 * time.Millisecond
+	c.Timeout = 5 * time.Second
+	reqData, _ := wire.EncodeRequest(req)
+	var once sync.Once
+	c.OnWarning = func(error) {
+		once.Do(func() {
+			real, _ := wire.EncodeResponse(response(false).Bind(req.ID, wire.RequestDigest(reqData)))
+			if err := c.Layout.WriteResponse("parent", req.ID, real); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	serveWith(t, c, func(id string) {
+		forged, _ := wire.EncodeResponse(response(true).Bind("perm-another", wire.RequestDigest([]byte("x"))))
+		if err := c.Layout.WriteResponse("parent", id, forged); err != nil {
+			t.Error(err)
+		}
+	})
+	d := c.Forward(t.Context(), req)
+	if d.Approved() || d.Unavailable() {
+		t.Fatalf("decision = %+v, want the parent's denial", d)
+	}
+	assertNoMail(t, c)
 }
 
 // A request replaced before the broker read it gets an answer bound to the

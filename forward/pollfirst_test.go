@@ -28,6 +28,7 @@ func TestPollFirstKeepsTheGuarantees(t *testing.T) {
 		"refuses a plant":                TestForwardRefusesAPlantAndWaitsForTheAnswer,
 		"unreadable answer":              TestForwardUnreadableAnswer,
 		"refuses forged answers":         TestForwardRefusesForgedAnswers,
+		"rereads a replaced plant":       TestForwardRereadsAnAnswerThatReplacedTheRefusedPlant,
 		"refuses replaced request bytes": TestForwardRefusesAnAnswerToReplacedRequestBytes,
 		"removes the request first":      TestForwardRemovesTheRequestBeforeTheAnswer,
 		"sticky binding":                 TestStickyBindingAnnouncedBeforeThePlant,

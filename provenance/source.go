@@ -21,11 +21,6 @@
 // null decision.
 package provenance
 
-import (
-	"bytes"
-	"encoding/json"
-)
-
 // Kind is the discriminator of a Source, the wire's "kind" member.
 type Kind string
 
@@ -221,95 +216,32 @@ func elideInnerFrame(s Source) Source {
 	return Forwarded{ResponderSessionID: f.ResponderSessionID, Decision: elideInnerFrame(f.Decision)}
 }
 
-// The wire shapes: "kind" first, nullable members always present, as pi
-// writes them.
-type (
-	userWire struct {
-		Kind Kind `json:"kind"`
-		Via  Via  `json:"via"`
-	}
-	authorizerWire struct {
-		Kind    Kind              `json:"kind"`
-		Name    string            `json:"name"`
-		Verdict AuthorizerVerdict `json:"verdict"`
-		Reason  *string           `json:"reason"`
-	}
-	ruleWire struct {
-		Kind    Kind    `json:"kind"`
-		Surface string  `json:"surface"`
-		Pattern *string `json:"pattern"`
-		Origin  *string `json:"origin"`
-	}
-	sessionApprovalWire struct {
-		Kind    Kind    `json:"kind"`
-		Surface string  `json:"surface"`
-		Pattern *string `json:"pattern"`
-	}
-	yoloWire struct {
-		Kind    Kind    `json:"kind"`
-		Pattern *string `json:"pattern"`
-	}
-	kindOnlyWire struct {
-		Kind Kind `json:"kind"`
-	}
-	reasonWire struct {
-		Kind   Kind   `json:"kind"`
-		Reason string `json:"reason"`
-	}
-	forwardedWire struct {
-		Kind               Kind    `json:"kind"`
-		ResponderSessionID *string `json:"responderSessionId"`
-		Decision           Source  `json:"decision"`
-	}
-)
-
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // JSON.stringify leaves <, > and & alone
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// The wire shapes (AppendJSON): "kind" first, nullable members always
+// present, as pi writes them.
 
 // MarshalJSON implements Source.
-func (s User) MarshalJSON() ([]byte, error) { return marshal(userWire{KindUser, s.Via}) }
+func (s User) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s Authorizer) MarshalJSON() ([]byte, error) {
-	return marshal(authorizerWire{KindAuthorizer, s.Name, s.Verdict, s.Reason})
-}
+func (s Authorizer) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s Rule) MarshalJSON() ([]byte, error) {
-	return marshal(ruleWire{KindRule, s.Surface, s.Pattern, s.Origin})
-}
+func (s Rule) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s SessionApproval) MarshalJSON() ([]byte, error) {
-	return marshal(sessionApprovalWire{KindSessionApproval, s.Surface, s.Pattern})
-}
+func (s SessionApproval) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s Yolo) MarshalJSON() ([]byte, error) { return marshal(yoloWire{KindYolo, s.Pattern}) }
+func (s Yolo) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (InfrastructureRead) MarshalJSON() ([]byte, error) {
-	return marshal(kindOnlyWire{KindInfrastructureRead})
-}
+func (s InfrastructureRead) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s Unavailable) MarshalJSON() ([]byte, error) {
-	return marshal(reasonWire{KindUnavailable, s.Reason})
-}
+func (s Unavailable) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s GateError) MarshalJSON() ([]byte, error) {
-	return marshal(reasonWire{KindGateError, s.Reason})
-}
+func (s GateError) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }
 
 // MarshalJSON implements Source.
-func (s Forwarded) MarshalJSON() ([]byte, error) {
-	return marshal(forwardedWire{KindForwarded, s.ResponderSessionID, s.Decision})
-}
+func (s Forwarded) MarshalJSON() ([]byte, error) { return AppendJSON(nil, s), nil }

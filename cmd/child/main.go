@@ -22,7 +22,6 @@ import (
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/mailbox"
-	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/wire"
 )
@@ -398,28 +397,10 @@ func requestFromStdin(f askFlags, getenv func(string) string, stdin io.Reader, i
 	return req, target, nil
 }
 
-// output is the decision as printed on stdout.
-type output struct {
-	RequestID         string            `json:"requestId"`
-	Approved          bool              `json:"approved"`
-	State             string            `json:"state"`
-	DenialReason      *string           `json:"denialReason"`
-	Unavailable       bool              `json:"unavailable"`
-	DecidedBy         provenance.Source `json:"decidedBy"`
-	SessionGrantWidth string            `json:"sessionGrantWidth,omitempty"`
-}
-
+// report prints the decision (appendDecision) and its one-line summary,
+// and returns the exit status it calls for.
 func report(stdout, stderr io.Writer, requestID string, d decision.Decision) int {
-	out := output{
-		RequestID: requestID, Approved: d.Approved(), State: string(d.State),
-		Unavailable: d.Unavailable(), DecidedBy: d.DecidedBy, SessionGrantWidth: string(d.SessionGrantWidth),
-	}
-	if d.DenialReason != "" {
-		out.DenialReason = &d.DenialReason
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	if _, err := stdout.Write(appendDecision(nil, requestID, d)); err != nil {
 		fmt.Fprintf(stderr, "child: writing the decision: %v\n", err)
 	}
 	fmt.Fprintf(stderr, "child: %s\n", d.Summary())
