@@ -10,6 +10,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZ_TARGETS := \
 	./provenance:FuzzDecode \
 	./agenthook:FuzzDecode \
+	./agenthook:FuzzRenderMatchesEncodingJSON \
+	./provenance:FuzzAppendJSON \
+	./cmd/child:FuzzAppendDecision \
 	./wire:FuzzDecodeRequest \
 	./wire:FuzzPeekRequester \
 	./wire:FuzzAppendRequestWire \
