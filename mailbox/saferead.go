@@ -85,7 +85,24 @@ func ReadFile(path string) ([]byte, error) {
 	return readFileCap(path, MaxFileSize)
 }
 
+// ReadFileInto is ReadFile, reading into a buffer of the caller's: buffer
+// is given the size fstat found, once the file passed every check, and
+// returns a slice whose capacity the file is read into (its length is
+// ignored), or nil for a fresh one; a capacity under size+1 bytes is not
+// used either (size+1: the read that finds a file grew after fstat needs
+// room for a byte).
+// The content returned is then the caller's buffer: a reader of files of
+// a megabyte reuses one buffer across reads, where ReadFile leaves each
+// to the garbage collector.
+func ReadFileInto(path string, buffer func(size int64) []byte) ([]byte, error) {
+	return readFileInto(path, MaxFileSize, buffer)
+}
+
 func readFileCap(path string, limit int64) ([]byte, error) {
+	return readFileInto(path, limit, nil)
+}
+
+func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]byte, error) {
 	var pre unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(path, &pre) }); err != nil {
 		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
@@ -138,7 +155,11 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 	if st.Size > limit {
 		return nil, refuse(path, ErrTooLarge, "%d bytes, at most %d", st.Size, limit)
 	}
-	data, err := readAtMost(fd, st.Size, limit+1)
+	var buf []byte
+	if buffer != nil {
+		buf = buffer(st.Size)
+	}
+	data, err := readAtMost(fd, st.Size, limit+1, buf)
 	if err != nil {
 		return nil, fmt.Errorf("read mailbox file %s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
 	}
@@ -153,9 +174,15 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 // enforced on what is actually read, not on size. It stops once size
 // bytes are read (size 0 reads to the end: a file whose size fstat does
 // not know); the buffer starts one byte past size, so a file that grew is
-// read on without growing it at once.
-func readAtMost(fd int, size, max int64) ([]byte, error) {
-	buf := make([]byte, 0, min(size+1, max))
+// read on without growing it at once. It reads into buf's capacity when
+// that is enough for size+1 bytes (or max), and into a fresh buffer
+// otherwise.
+func readAtMost(fd int, size, max int64, buf []byte) ([]byte, error) {
+	if want := min(size+1, max); int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	} else {
+		buf = buf[:0]
+	}
 	for int64(len(buf)) < max {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, int(min(int64(cap(buf)), max-int64(len(buf)))))

@@ -160,3 +160,41 @@ func TestFairQueueLightFirstAndReadAhead(t *testing.T) {
 		t.Errorf("order %v, heavy %d, ahead %d; want l first, then f's, none heavy, no bytes ahead", got, q.heavy, q.ahead)
 	}
 }
+
+// Files of largeRead bytes or more are read ahead within maxAheadLarge,
+// the rest within maxAheadBytes: a flood of large files keeps a few
+// megabytes waiting, not 32 (0014's second amendment), while a flood of
+// small files is read ahead as far as before.
+func TestFairQueueReadsLargeFilesAheadWithinTheirBound(t *testing.T) {
+	const mib = 1 << 20
+	q := newFairQueue()
+	for range heavyJobs {
+		q.push("f", func() {})
+	}
+	steps := []struct {
+		n    int
+		want bool
+	}{
+		{mib, true}, {mib, true}, {mib, true}, {mib, true},
+		{mib, false},           // past maxAheadLarge
+		{largeRead, false},     // the least a large file is
+		{largeRead - 1, true},  // small: within maxAheadBytes
+		{maxAheadBytes, false}, // past maxAheadBytes
+	}
+	for i, s := range steps {
+		if got := q.readAhead("f", s.n); got != s.want {
+			t.Fatalf("step %d: readAhead of %d bytes = %v, want %v (ahead %d, of which large %d)", i, s.n, got, s.want, q.ahead, q.aheadLarge)
+		}
+	}
+	q.aheadDone(mib)
+	if !q.readAhead("f", mib) {
+		t.Fatal("a large file given back left no room for another")
+	}
+	for range maxAheadLarge / mib {
+		q.aheadDone(mib)
+	}
+	q.aheadDone(largeRead - 1)
+	if q.ahead != 0 || q.aheadLarge != 0 {
+		t.Errorf("ahead %d, of which large %d, once all are given back; want 0", q.ahead, q.aheadLarge)
+	}
+}

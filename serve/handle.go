@@ -91,7 +91,7 @@ func (b *Broker) readRequest(name string) (id string, data []byte, o outcome) {
 	if err != nil {
 		return "", nil, b.reject(path, "its name is not <id>.json", err)
 	}
-	data, err = mailbox.ReadFile(path)
+	data, err = mailbox.ReadFileInto(path, readBuffer)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", nil, dropped
@@ -110,8 +110,10 @@ func (b *Broker) readRequest(name string) (id string, data []byte, o outcome) {
 }
 
 // intakeRead is intake once the file is read: data are its bytes, id the
-// id its name says.
+// id its name says. It consumes data: a large file's buffer is read into
+// again once it returns (releaseRead), and nothing it leaves keeps data.
 func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (outcome, string, job) {
+	defer releaseRead(data)
 	path := b.requestPath(name)
 	b.mu.Lock()
 	u, unwritten := b.unwritten[id]
@@ -124,7 +126,9 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (
 		return dropped, "", nil
 	}
 
-	req, fieldErrs, err := wire.DecodeRequest(data)
+	// Slim: nothing decided here reads the child's prompt text or
+	// payload, and an ask's turn reads them from the file again (reread).
+	req, fieldErrs, err := wire.DecodeRequestSlim(data)
 	if err != nil {
 		if b.stillBeingWritten(path) {
 			// A writer that does not rename into place (not pi, not
@@ -144,7 +148,8 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (
 		b.log(reviewlog.ForwardingWarningEntry{RequestID: reviewlog.Str(req.ID), Message: "dropped a malformed optional field", Error: d})
 	}
 	// From here on only req and digest are needed of the file: its bytes
-	// (up to a megabyte) are kept by nothing that waits.
+	// (up to a megabyte) are kept by nothing that waits, and req holds no
+	// message or payload.
 	digest := wire.RequestDigest(data)
 	key := requesterKey(&req)
 	if unwritten {

@@ -104,8 +104,9 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 // differ), whose bound its ask then counts in.
 func (b *Broker) intakeLater(ctx context.Context, name, id string, data []byte) job {
 	return func() {
-		o, _, j := b.intakeRead(ctx, name, id, data)
-		b.fair.aheadDone(len(data))
+		n := len(data)
+		o, _, j := b.intakeRead(ctx, name, id, data) // data is consumed
+		b.fair.aheadDone(n)
 		if j == nil {
 			b.release(name, o)
 			return

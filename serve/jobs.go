@@ -90,7 +90,8 @@ func (b *Broker) escalateJob(x *escalation) job {
 //     not what is there, and a refusal is never an allow.
 func (b *Broker) reread(x *escalation) (req wire.Request, ok bool) {
 	id, path := x.req().ID, b.requestPath(x.name)
-	data, err := mailbox.ReadFile(path)
+	data, err := mailbox.ReadFileInto(path, readBuffer)
+	defer releaseRead(data) // what is decoded from it is a copy
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		b.settle(id)

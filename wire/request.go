@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/seed6639df8c/courier/internal/strictjson"
 )
 
 // RequestSource says what kind of gate raised a request. A missing source
@@ -103,8 +105,26 @@ type AskingUnit struct {
 // field (id, createdAt, requesterSessionId, targetSessionId,
 // requesterAgentName) rejects the file with an error wrapping ErrMalformed
 // that names the field. A malformed optional field is dropped on its own
-// and reported in dropped; unknown fields are ignored.
+// and reported in dropped; unknown fields are ignored. Nothing returned
+// shares memory with data.
 func DecodeRequest(data []byte) (req Request, dropped []*FieldError, err error) {
+	return decodeRequest(data, true)
+}
+
+// DecodeRequestSlim is DecodeRequest without the child's prompt text and
+// payload: the same checks, the same error and the same dropped fields
+// (a message that is not a string, a payload that is not an object), but
+// Message is "" and Payload nil whatever the file holds. A broker deciding
+// by its rules reads neither, and each may be most of a megabyte that
+// DecodeRequest would copy (docs/decisions/0014-fair-share-and-bounds.md).
+// Nothing returned shares memory with data.
+func DecodeRequestSlim(data []byte) (req Request, dropped []*FieldError, err error) {
+	return decodeRequest(data, false)
+}
+
+// decodeRequest is DecodeRequest, which keeps the message and the payload
+// when text is true, and only checks their kinds otherwise.
+func decodeRequest(data []byte, text bool) (req Request, dropped []*FieldError, err error) {
 	o, err := parseObject(data)
 	if err != nil {
 		return Request{}, nil, err
@@ -130,14 +150,20 @@ func DecodeRequest(data []byte) (req Request, dropped []*FieldError, err error) 
 	}
 
 	drop := func(ferr *FieldError) { dropped = append(dropped, ferr) }
-	if o.has("message") {
-		if req.Message, ferr = o.str("message", "message"); ferr != nil {
-			drop(ferr)
+	if raw, ok := o.get("message"); ok {
+		// A checked document's string is valid as it stands: its kind is
+		// all rawString would find wrong.
+		if kindOf(raw) != strictjson.KindString {
+			drop(&FieldError{Field: "message", Reason: "expected a string, got " + describe(raw)})
+		} else if text {
+			req.Message, _ = rawString(raw, "message")
 		}
 	}
 	if raw, ok := o.get("payload"); ok {
 		if kindOf(raw) == '{' {
-			req.Payload = append(json.RawMessage(nil), raw...)
+			if text {
+				req.Payload = append(json.RawMessage(nil), raw...)
+			}
 		} else {
 			drop(&FieldError{Field: "payload", Reason: "expected an object, got " + describe(raw)})
 		}
