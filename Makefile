@@ -15,6 +15,7 @@ FUZZ_TARGETS := \
 	./cmd/child:FuzzAppendDecision \
 	./wire:FuzzDecodeRequest \
 	./wire:FuzzPeekRequester \
+	./wire:FuzzDecodeRequestSlim \
 	./wire:FuzzAppendRequestWire \
 	./wire:FuzzDecodeResponse \
 	./wire:FuzzDecodeHeartbeat \
