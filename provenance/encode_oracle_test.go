@@ -41,11 +41,6 @@ type (
 		Kind   Kind   `json:"kind"`
 		Reason string `json:"reason"`
 	}
-	forwardedWire struct {
-		Kind               Kind    `json:"kind"`
-		ResponderSessionID *string `json:"responderSessionId"`
-		Decision           Source  `json:"decision"`
-	}
 )
 
 // marshal is encoding/json with HTML escaping off, as pi's JSON.stringify.
