@@ -18,16 +18,18 @@
 //   PLUGIN_UNIX_SOCKET_DIR=<dir>      where to create the listening socket
 //
 // The plugin listens (a unix socket on Unix), serves the AuthorizerService
-// below plus go-plugin's standard services (grpc.health.v1 with service name
-// "plugin", plugin.GRPCController, plugin.GRPCStdio), and then prints exactly
+// below and grpc.health.v1 with service name "plugin" (asked by `broker
+// check --plugins`); go-plugin's plugin.GRPCController and plugin.GRPCStdio
+// are optional (docs/PLUGINS.md says what each does). Then it prints exactly
 // one line to stdout:
 //
 //   1|1|unix|/path/to/socket|grpc|<base64 DER server certificate>
 //
 // Nothing may be written to stdout before that line: the broker reads the
 // first line as the handshake and refuses the plugin otherwise. Logs go to
-// stderr, one JSON object per line in hclog's shape
-// ({"@level":"info","@message":"...","@timestamp":"..."}); the broker treats
+// stderr, a line each: plain text, or a JSON object in hclog's shape
+// ({"@level":"info","@message":"..."}) of which only @level, @message and
+// @module are kept; the broker treats
 // every byte a plugin prints as untrusted, caps it and may drop it. The
 // plugin's working directory is "/" and its stdin is empty.
 //
@@ -49,9 +51,9 @@
 //     decide asks that would otherwise go to a human.
 //   - A link in shadow mode is consulted and logged, never enforced.
 //
-// Authorize must not depend on being called once per ask: the broker may
-// retry on another process after a failure, and a shadow link is called
-// concurrently with the others.
+// Authorize must not depend on being called once per ask: a shadow link is
+// called concurrently with the others. A failed call is not retried: the
+// link's failure verdict applies.
 //
 // # Evidence
 //
