@@ -134,6 +134,9 @@ type Broker struct {
 	// concluded (deciding, or held by the terminal).
 	escalated sync.WaitGroup
 	watcher   *mailbox.Watcher
+	// listInbox, when set, replaces the watcher's listing for the sweep:
+	// a test counts the listings.
+	listInbox func() ([]string, error)
 	// noFactsNoticed: OnNotice has heard of a request without access
 	// facts, [1] of a bash one, [0] of any other.
 	noFactsNoticed [2]atomic.Bool

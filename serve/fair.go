@@ -247,6 +247,14 @@ func (q *fairQueue) done() {
 	q.mu.Unlock()
 }
 
+// jobsWaiting returns how many jobs wait (the sweep's hint of a crowded
+// inbox: each waits on a file still there).
+func (q *fairQueue) jobsWaiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.queued
+}
+
 // readOne notes that a request file was read.
 func (q *fairQueue) readOne(now time.Time) {
 	q.mu.Lock()

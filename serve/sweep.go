@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,30 +83,41 @@ func (b *Broker) endRequest(id string, cause error) {
 // sweepInflight cancels the work on requests whose child gave up (the
 // request file is gone) or died (its pid no longer exists; its request is
 // removed), and on requests older than the forwarding timeout, held asks
-// included: they are answered that nobody answered in time. Its cost does
-// not grow with the asks held per child: one listing of the inbox and one
-// kill(pid, 0) per distinct requester.
+// included: they are answered that nobody answered in time. It looks for
+// each request's file (lookInbox) and probes each distinct requester once
+// with kill(pid, 0).
 func (b *Broker) sweepInflight() {
+	queued := 0
+	if b.fair != nil {
+		queued = b.fair.jobsWaiting()
+	}
 	b.mu.Lock()
 	if len(b.inflight) == 0 {
 		b.mu.Unlock()
 		return
 	}
 	// A request registered by now was read from its file before: if the
-	// listing below lacks the file, it went away since. One registered
-	// later may have been written after the listing; it waits for the
-	// next sweep.
+	// look below misses the file, it went away since. One registered
+	// later may have been written after the look; it waits for the next
+	// sweep.
 	listed := b.registered
 	alive := make(map[int]bool) // each requester pid, probed once
+	var look []*pending
+	if n := len(b.inflight); n <= sweepStatMax && queued >= sweepLookRatio*n {
+		look = make([]*pending, 0, n)
+	}
 	for _, p := range b.inflight {
 		if p.pid > 0 {
 			alive[p.pid] = false
 		}
+		if look != nil {
+			look = append(look, p)
+		}
 	}
 	b.mu.Unlock()
 
-	names, err := b.watcher.List()
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	names, there, err := b.lookInbox(look)
+	if err != nil {
 		// Absence is not proven: judge nothing this time.
 		b.report(fmt.Errorf("listing the inbox: %w", err))
 		return
@@ -125,6 +137,9 @@ func (b *Broker) sweepInflight() {
 		if p := b.inflight[strings.TrimSuffix(name, ".json")]; p != nil && p.name == name {
 			p.seen = b.sweeps
 		}
+	}
+	for _, p := range there {
+		p.seen = b.sweeps
 	}
 	var withdraw []func()
 	expired := b.now().Add(-b.forwardingTimeout())
@@ -149,6 +164,50 @@ func (b *Broker) sweepInflight() {
 		b.remove(path)
 		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: d.id, RequestPath: path, Reason: "requester process " + strconv.Itoa(d.p.pid) + " exited"})
 	}
+}
+
+// While a flood waits in the inbox the sweep looks up the requests in
+// flight one by one instead of listing the inbox: a lookup is a path walk,
+// while a listing reads every name there (a string each, the directory's
+// lock taken for each batch, which creates, renames and removals there
+// wait for). With a flood's tens of thousands of files waiting (and one
+// held ask is enough to sweep) a listing took 50-400 ms every second. A
+// lookup costs several times what a listed name does, so the sweep looks
+// up when the jobs waiting (each a file still in the inbox) are at least
+// sweepLookRatio times the requests in flight, and at most sweepStatMax
+// of them (DefaultMaxPending: past it only an operator's raised bound
+// keeps that many in flight). Otherwise the inbox is small and a listing
+// is the cheaper: 3,000 held asks and nothing else waiting are listed in
+// 2-3 ms.
+const (
+	sweepStatMax   = DefaultMaxPending
+	sweepLookRatio = 10
+)
+
+// lookInbox says which of the requests in flight still have their file:
+// those of look, when look is not nil, each looked up by its path (there;
+// a lookup that fails otherwise than "not there" proves no absence and
+// counts as there), else every name in the inbox (names). A missing
+// inbox holds nothing; an inbox that cannot be listed is an error.
+func (b *Broker) lookInbox(look []*pending) (names []string, there []*pending, err error) {
+	if look != nil {
+		there = look[:0]
+		for _, p := range look {
+			if _, err := os.Lstat(b.requestPath(p.name)); !errors.Is(err, fs.ErrNotExist) {
+				there = append(there, p)
+			}
+		}
+		return nil, there, nil
+	}
+	list := b.listInbox
+	if list == nil {
+		list = b.watcher.List
+	}
+	names, err = list()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	return names, nil, err
 }
 
 // housekeeping removes what nobody will ever collect and restores the
