@@ -106,7 +106,8 @@ func (o *pluginOutput) line(stream string, parse bool, raw []byte, truncated boo
 		return
 	}
 	o.mu.Lock()
-	o.keepTail(text)
+	// The tail reaches the operator's terminal in error messages.
+	o.keepTail(sanitize(text))
 	now := o.now()
 	if now.Sub(o.windowStart) >= time.Second {
 		if o.dropped > 0 {
@@ -138,9 +139,12 @@ func (o *pluginOutput) line(stream string, parse bool, raw []byte, truncated boo
 	if e == nil {
 		return
 	}
+	// The message is sanitized after parsing (a JSON escape decodes to
+	// a control character): the --verbose console prints it raw.
+	msg = sanitize(msg)
 	e = e.Str("stream", stream)
 	if module != "" {
-		e = e.Str("module", capRunes(module, 100))
+		e = e.Str("module", capRunes(sanitize(module), 100))
 	}
 	if truncated {
 		e = e.Bool("truncated", true)

@@ -93,3 +93,21 @@ func FuzzPluginOutput(f *testing.F) {
 		o.Tail()
 	})
 }
+
+// What a plugin prints reaches the operator's terminal in the tail that
+// broker check --plugins and the start errors show, and in the --verbose
+// console log: escape sequences (7-bit ESC and 8-bit CSI) and bidi
+// overrides in it must not drive or reorder the terminal.
+func TestPluginOutputCannotDriveTheTerminal(t *testing.T) {
+	buf := &syncBuffer{}
+	o := newPluginOutput(zerolog.New(zerolog.ConsoleWriter{Out: buf, NoColor: true}).Level(zerolog.TraceLevel))
+	for _, stream := range []*lineSplitter{o.stream("stderr", true), o.stream("stdout", false)} {
+		stream.Write([]byte("\x1b]0;owned\x07\x1b[2K\u009b2Kok \u202etxt.exe\n"))
+		stream.Write([]byte(`{"@level":"error","@message":"\u001b[1A\u009b1Aforged"}` + "\n"))
+	}
+	for where, text := range map[string]string{"tail": o.Tail(), "console": buf.String()} {
+		if strings.ContainsAny(text, "\x1b\x07\u009b\u202e") {
+			t.Errorf("%s holds a control character: %q", where, text)
+		}
+	}
+}

@@ -398,10 +398,15 @@ func (s *supervised) generation() uint64 {
 	return s.gen
 }
 
-// sanitize makes untrusted text one line of printable characters.
+// sanitize makes untrusted text one line of printable characters: no
+// C0 or C1 controls (ESC and the 8-bit CSI start terminal sequences) and
+// no bidi controls (which reorder what the operator reads).
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		switch {
+		case r < 0x20, r >= 0x7f && r <= 0x9f,
+			r == 0x061c, r == 0x200e, r == 0x200f,
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 			return ' '
 		}
 		return r

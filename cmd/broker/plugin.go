@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 	"github.com/rs/zerolog"
@@ -49,8 +50,9 @@ link of that name gets FILE's path and sha256; without, every link whose
 path is FILE gets its sha256; when none matches, the link is added at the
 end of authorizerChain (created when missing) as one line. Only those
 values are written: the rest of the file keeps its order, spacing and line
-breaks. The file is replaced atomically (same mode), and only if the
-result loads as a config; CONFIG must exist.
+breaks. The file is replaced atomically (same mode and owner; a symlink
+is followed and stays), only if the result loads as a config and the file
+did not change meanwhile; CONFIG must exist.
 
 Exit status 0 on success, 1 when FILE cannot be pinned or CONFIG cannot be
 written, 2 for a usage error.
@@ -126,14 +128,24 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// pinBeforeReplace runs just before pinInFile checks that the config did
+// not change under it; a test changes the config there.
+var pinBeforeReplace = func() {}
+
 // pinInFile pins e in the config file at path, replacing it atomically
-// with the same mode.
+// with the same mode and owner. A symlink is followed: the file it leads
+// to is replaced, and the link stays the operator's. A file that changed
+// while it was being pinned (another pin, an editor) is left alone.
 func pinInFile(path string, e plugins.PinEntry, byName bool) (string, error) {
-	data, err := os.ReadFile(path)
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", err
 	}
-	fi, err := os.Stat(path)
+	before, err := os.Stat(target)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(target)
 	if err != nil {
 		return "", err
 	}
@@ -141,7 +153,30 @@ func pinInFile(path string, e plugins.PinEntry, byName bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := renameio.WriteFile(path, out, fi.Mode().Perm()); err != nil {
+	pf, err := renameio.NewPendingFile(target, renameio.WithStaticPermissions(before.Mode().Perm()))
+	if err != nil {
+		return "", err
+	}
+	defer pf.Cleanup()
+	if _, err := pf.Write(out); err != nil {
+		return "", err
+	}
+	// The new file is the writer's: a root operator pinning the broker
+	// user's config would otherwise leave one the broker cannot read.
+	if st, ok := before.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
+		if err := pf.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			return "", fmt.Errorf("keep the owner %d:%d: %w", st.Uid, st.Gid, err)
+		}
+	}
+	pinBeforeReplace()
+	now, err := os.Stat(target)
+	if err != nil {
+		return "", err
+	}
+	if !os.SameFile(before, now) || !now.ModTime().Equal(before.ModTime()) || now.Size() != before.Size() {
+		return "", errors.New("the config changed while it was being pinned: nothing written, run the pin again")
+	}
+	if err := pf.CloseAtomicallyReplace(); err != nil {
 		return "", err
 	}
 	return changed, nil

@@ -142,3 +142,61 @@ func TestInitConfinesTheProgramItRuns(t *testing.T) {
 		}
 	}
 }
+
+// An fd the broker inherited without close-on-exec (a supervisor's leak,
+// an operator's 20</some/file) must not reach the plugin: Landlock checks
+// opens by path, not reads of an fd already open, so an inherited fd to
+// the mailbox or the review log would defeat it. The init marks every fd
+// past the plugin's binary close-on-exec before it starts the plugin.
+func TestInitPassesNoInheritedFd(t *testing.T) {
+	plan := Probe(t.Context())
+	for _, m := range plan.Missing {
+		if m.Name == "landlock filesystem" || m.Name == "plugin init" {
+			t.Skipf("no %s here: %s", m.Name, m.Why)
+		}
+	}
+	bash, err := os.Open("/bin/bash")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer bash.Close()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("leaked\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Dup2 clears close-on-exec: fd 40 is what an inherited fd looks like.
+	const leaked = 40
+	if err := syscall.Dup2(int(f.Fd()), leaked); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leaked)
+	modes := []struct {
+		name  string
+		flags uintptr
+	}{{"exec", 0}}
+	if plan.nsFlags&cloneNewPID != 0 {
+		modes = append(modes, struct {
+			name  string
+			flags uintptr
+		}{"pid namespace", plan.nsFlags})
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, selfExe, Command, "--rw", t.TempDir(), "--",
+				"bash", "-c", "cat <&40 && echo READ || echo closed")
+			cmd.SysProcAttr = nsAttr(mode.flags, plan.userns && mode.flags != 0)
+			cmd.ExtraFiles = []*os.File{bash}
+			out, _ := cmd.CombinedOutput()
+			if strings.Contains(string(out), "leaked") || !strings.Contains(string(out), "closed") {
+				t.Errorf("the plugin read the inherited fd: %s", out)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -43,6 +44,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(argv) == 0 || *rw == "" {
 		fmt.Fprintf(stderr, "courier %s: usage: %s --rw DIR [--network] -- ARGV...\n", Command, Command)
 		return 2
+	}
+	if err := cloexecInherited(); err != nil {
+		fmt.Fprintf(stderr, "courier %s: %v\n", Command, err)
+		return exitInit
 	}
 	rules := rulesFor(*rw)
 	cfg := landlockConfig(*network)
@@ -136,6 +141,41 @@ func execConfined(cfg landlock.Config, rules []landlock.Rule, argv []string) err
 		return errors.New("the broker exited before the plugin started")
 	}
 	return fmt.Errorf("exec plugin %s: %w", argv[0], syscall.Exec(pluginExe, argv, os.Environ()))
+}
+
+// firstUnpassedFd is the first fd the plugin is not given: 0-2 are its
+// stdio, 3 its binary.
+const firstUnpassedFd = 4
+
+// cloexecInherited marks every fd from firstUnpassedFd on close-on-exec,
+// so that the plugin gets only stdio and its binary. The broker opens
+// its own files close-on-exec, but an fd it inherited without (from a
+// supervisor, a shell's 9</path) passes through every exec: Landlock
+// checks opens by path, never reads and writes of an fd already open,
+// so an inherited fd to the mailbox, the review log or the config would
+// defeat it.
+func cloexecInherited() error {
+	err := unix.CloseRange(firstUnpassedFd, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Before Linux 5.11 there is no CLOSE_RANGE_CLOEXEC: go through the
+	// open fds one by one.
+	fds, derr := os.ReadDir("/proc/self/fd")
+	if derr != nil {
+		return fmt.Errorf("close_range: %w; list /proc/self/fd: %w", err, derr)
+	}
+	for _, e := range fds {
+		fd, perr := strconv.Atoi(e.Name())
+		if perr != nil || fd < firstUnpassedFd {
+			continue
+		}
+		// The fd of the listing itself is closed by now: EBADF is fine.
+		if _, ferr := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); ferr != nil && !errors.Is(ferr, unix.EBADF) {
+			return fmt.Errorf("mark fd %d close-on-exec: %w", fd, ferr)
+		}
+	}
+	return nil
 }
 
 // restrictThread puts the calling (locked) thread in a Landlock domain:
