@@ -46,6 +46,11 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == confine.Command {
 		os.Exit(confine.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	// Nothing the broker inherited without close-on-exec may reach a
+	// plugin or any other process it starts.
+	if err := confine.SealInherited(); err != nil {
+		fmt.Fprintf(os.Stderr, "broker: warning: inherited file descriptors may reach plugins: %v\n", err)
+	}
 	// SIGHUP too: a dropped ssh session must still answer what is pending.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -154,8 +154,19 @@ const firstUnpassedFd = 4
 // checks opens by path, never reads and writes of an fd already open,
 // so an inherited fd to the mailbox, the review log or the config would
 // defeat it.
-func cloexecInherited() error {
-	err := unix.CloseRange(firstUnpassedFd, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+func cloexecInherited() error { return cloexecFrom(firstUnpassedFd) }
+
+// SealInherited marks every fd from 3 on close-on-exec in the calling
+// process: the broker calls it at start, so that nothing it inherited
+// reaches any process it starts — a plugin that runs without the init
+// (no namespaces here) included. Its own files are close-on-exec
+// already, and what it hands a child on purpose (the plugin binary,
+// ExtraFiles) is dup'ed into place by exec.
+func SealInherited() error { return cloexecFrom(3) }
+
+// cloexecFrom marks every open fd from first on close-on-exec.
+func cloexecFrom(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err == nil {
 		return nil
 	}
@@ -167,7 +178,7 @@ func cloexecInherited() error {
 	}
 	for _, e := range fds {
 		fd, perr := strconv.Atoi(e.Name())
-		if perr != nil || fd < firstUnpassedFd {
+		if perr != nil || fd < first {
 			continue
 		}
 		// The fd of the listing itself is closed by now: EBADF is fine.
