@@ -1,6 +1,6 @@
 package agenthook
 
-import "github.com/seed6639df8c/courier/provenance"
+import "github.com/seed6639df8c/courier/internal/strictjson"
 
 // Verdict is what the hook answers the agent.
 type Verdict int
@@ -62,7 +62,7 @@ func Render(cli CLI, event EventName, a Answer) []byte {
 		b = append(b, `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":`...)
 		if a.Verdict == VerdictDeny {
 			b = append(b, `"deny","message":`...)
-			b = provenance.AppendJSONString(b, a.message())
+			b = strictjson.AppendString(b, a.message())
 		} else {
 			b = append(b, `"allow"`...)
 		}
@@ -78,7 +78,7 @@ func Render(cli CLI, event EventName, a Answer) []byte {
 		b = append(b, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":`...)
 		b = append(b, decision...)
 		b = append(b, `,"permissionDecisionReason":`...)
-		b = provenance.AppendJSONString(b, a.message())
+		b = strictjson.AppendString(b, a.message())
 		b = append(b, "}}\n"...)
 	default:
 		return nil

@@ -3,6 +3,8 @@ package provenance
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/seed6639df8c/courier/internal/strictjson"
 )
 
 // awkward are strings whose quoting encoding/json does in its own way:
@@ -117,7 +119,8 @@ func FuzzAppendJSON(f *testing.F) {
 	})
 }
 
-// TestAppendJSONString: the quoting of a lone string is encoding/json's,
+// TestAppendJSONString: the quoting of a lone string (strictjson.AppendString,
+// which AppendJSON quotes with) is encoding/json's,
 // HTML escaping off.
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range awkward {
@@ -125,8 +128,8 @@ func TestAppendJSONString(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		if got := strictjson.AppendString(nil, s); string(got) != string(want) {
+			t.Errorf("strictjson.AppendString(%q) = %s, want %s", s, got, want)
 		}
 	}
 }

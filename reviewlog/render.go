@@ -115,7 +115,7 @@ func (r *renderer) field(key string, v any) (ok bool) {
 	}()
 	start := len(r.buf)
 	// normalize logs a top-level error as its message, without the
-	// UTF-8 coercion a marshal would apply; appendString's own handling
+	// UTF-8 coercion a marshal would apply; strictjson.AppendString's own handling
 	// of invalid bytes is what the generic path's encode does to it.
 	if e, isErr := v.(error); isErr {
 		if _, custom := v.(json.Marshaler); !custom {
@@ -293,7 +293,7 @@ func (r *renderer) object(m map[string]any, depth int) bool {
 		if i > 0 {
 			r.buf = append(r.buf, ',')
 		}
-		r.buf = appendString(r.buf, e.key)
+		r.buf = strictjson.AppendString(r.buf, e.key)
 		r.buf = append(r.buf, ':')
 		start := len(r.buf)
 		if !r.value(e.value, depth+1) {

@@ -13,7 +13,7 @@ import (
 // cuts it.
 func appendCapped[S string | []byte](dst []byte, s S, width int) []byte {
 	if len(s) <= width {
-		return appendString(dst, s)
+		return strictjson.AppendString(dst, s)
 	}
 	cut, runes := len(s), 0
 	for i := 0; i < len(s); runes++ {
@@ -25,9 +25,9 @@ func appendCapped[S string | []byte](dst []byte, s S, width int) []byte {
 	}
 	if cut == len(s) || runesIn(s[cut:]) <= 1 {
 		// At most width runes: capString leaves it whole.
-		return appendString(dst, s)
+		return strictjson.AppendString(dst, s)
 	}
-	dst = appendString(dst, s[:cut])
+	dst = strictjson.AppendString(dst, s[:cut])
 	dst = dst[:len(dst)-1] // reopen the string for the ellipsis
 	dst = append(dst, ellipsis...)
 	return append(dst, '"')
@@ -54,62 +54,6 @@ func runesIn[S string | []byte](s S) int {
 		i += runeLen(s[i:])
 	}
 	return n
-}
-
-// appendString is encoding/json's string encoder with HTML escaping off,
-// which is how encode writes every string of the generic path: ", \ and
-// control bytes escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped, everything else as it is.
-func appendString[S string | []byte](dst []byte, src S) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(src); {
-		// The bytes written as they are, found eight at a time.
-		if i = strictjson.TextRun(src, i); i == len(src) {
-			break
-		}
-		if b := src[i]; b < utf8.RuneSelf {
-			dst = append(dst, src[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := decodeRune(src[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, src[start:]...)
-	return append(dst, '"')
 }
 
 // isValidNumber is encoding/json's JSON number grammar, which both its

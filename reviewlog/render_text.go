@@ -124,9 +124,9 @@ func (r *renderer) textObject(v strictjson.Value, depth int) bool {
 			r.buf = append(r.buf, ',')
 		}
 		if m.keyVerbatim {
-			r.buf = append(r.buf, src[m.k0-1:m.k1+1]...) // as appendString would write it
+			r.buf = append(r.buf, src[m.k0-1:m.k1+1]...) // as strictjson.AppendString would write it
 		} else {
-			r.buf = appendString(r.buf, key)
+			r.buf = strictjson.AppendString(r.buf, key)
 		}
 		r.buf = append(r.buf, ':')
 		start := len(r.buf)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/internal/strictjson"
 	"github.com/seed6639df8c/courier/provenance"
 )
 
@@ -16,16 +17,16 @@ import (
 // and FuzzAppendDecision hold it to encoding/json.
 func appendDecision(dst []byte, requestID string, d decision.Decision) []byte {
 	dst = append(dst, `{"requestId":`...)
-	dst = provenance.AppendJSONString(dst, requestID)
+	dst = strictjson.AppendString(dst, requestID)
 	dst = append(dst, `,"approved":`...)
 	dst = strconv.AppendBool(dst, d.Approved())
 	dst = append(dst, `,"state":`...)
-	dst = provenance.AppendJSONString(dst, string(d.State))
+	dst = strictjson.AppendString(dst, string(d.State))
 	dst = append(dst, `,"denialReason":`...)
 	if d.DenialReason == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = provenance.AppendJSONString(dst, d.DenialReason)
+		dst = strictjson.AppendString(dst, d.DenialReason)
 	}
 	dst = append(dst, `,"unavailable":`...)
 	dst = strconv.AppendBool(dst, d.Unavailable())
@@ -33,7 +34,7 @@ func appendDecision(dst []byte, requestID string, d decision.Decision) []byte {
 	dst = provenance.AppendJSON(dst, d.DecidedBy)
 	if d.SessionGrantWidth != "" {
 		dst = append(dst, `,"sessionGrantWidth":`...)
-		dst = provenance.AppendJSONString(dst, string(d.SessionGrantWidth))
+		dst = strictjson.AppendString(dst, string(d.SessionGrantWidth))
 	}
 	return append(dst, "}\n"...)
 }
