@@ -115,10 +115,17 @@ func (s *suite) hostileMailbox(t *testing.T) {
 			try("one byte over the cap", os.WriteFile(p("over"), make([]byte, mailbox.MaxFileSize+1), 0o600), p("over"))
 			try("unreadable (mode 000)", os.WriteFile(p("mode000"), requestJSON("perm-mode000", askAllow, 0), 0o000), p("mode000"))
 			if os.Geteuid() == 0 {
+				// Made foreign beside the inbox and renamed in: written in
+				// place, the file was root's for a moment, a valid ask
+				// the broker could answer and remove before the chown.
 				path := p("foreign")
-				err := os.WriteFile(path, requestJSON(fmt.Sprintf("perm-foreign-%d", round), askAllow, 0), 0o600)
+				staged := filepath.Join(filepath.Dir(requests), filepath.Base(path)+".staged")
+				err := os.WriteFile(staged, requestJSON(fmt.Sprintf("perm-foreign-%d", round), askAllow, 0), 0o600)
 				if err == nil {
-					err = os.Lchown(path, 65534, 65534)
+					err = os.Lchown(staged, 65534, 65534)
+				}
+				if err == nil {
+					err = os.Rename(staged, path)
 				}
 				try("owned by another uid", err, path)
 			}
