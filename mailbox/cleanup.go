@@ -19,6 +19,12 @@ import (
 // races between them are expected: a directory that is already gone or not
 // yet empty is left alone without error.
 func (l Layout) CleanupSession(session string) error {
+	if l.Isolation != nil {
+		// The inbox is the broker's in the isolation mode, kept while it
+		// serves: a child may not remove its directories, and could not
+		// recreate them for its next ask.
+		return nil
+	}
 	dir, err := l.SessionDir(session)
 	if err != nil {
 		return err

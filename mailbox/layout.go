@@ -142,6 +142,9 @@ func agentDir() (string, error) {
 type Layout struct {
 	// Root is the forwarding root, normally from ResolveRoot.
 	Root string
+	// Isolation is the two-uid mode's owners (see Isolation); nil is the
+	// same-uid mode.
+	Isolation *Isolation
 }
 
 // SessionsDir is the parent of every session inbox.
@@ -260,11 +263,17 @@ func (l Layout) EnsureDir(dir string) error {
 // EnsureInbox creates the session's requests/ and responses/ directories
 // (and their parents) as a child does before its first request. New
 // directories are 0700; existing ones keep their mode, so a pi 20.x tree
-// (0755) is read, never altered.
+// (0755) is read, never altered. In the isolation mode only the broker
+// creates them (requests/ 1730, the rest 0750, of the ask group); a
+// child's call checks that they exist and otherwise returns an error
+// wrapping ErrIsolation.
 func (l Layout) EnsureInbox(session string) error {
 	dir, err := l.SessionDir(session)
 	if err != nil {
 		return err
+	}
+	if l.Isolation != nil {
+		return l.ensureInboxIsolated(dir)
 	}
 	for _, sub := range []string{requestsDirName, responsesDirName} {
 		if err := mkdirAllPrivate(filepath.Join(dir, sub)); err != nil {

@@ -78,11 +78,11 @@ func (l Layout) CheckServing(session string, now time.Time) (Serving, error) {
 	if err != nil {
 		return Serving{}, err
 	}
-	return judgeHeartbeatFile(path, now, processExists), nil
+	return judgeHeartbeatFile(path, l.BrokerOwner(), now, processExists), nil
 }
 
-func judgeHeartbeatFile(path string, now time.Time, exists func(pid int) bool) Serving {
-	data, err := ReadFile(path)
+func judgeHeartbeatFile(path string, owner Owner, now time.Time, exists func(pid int) bool) Serving {
+	data, err := ReadFileOf(path, owner)
 	if err != nil {
 		return Serving{State: ServingAbsent, Err: err}
 	}
@@ -183,10 +183,14 @@ func (p *HeartbeatPublisher) Publish() error {
 	if err != nil {
 		return fmt.Errorf("publish heartbeat %s: %w", path, err)
 	}
-	if err := mkdirAllPrivate(filepath.Dir(path)); err != nil {
+	mk := mkdirAllPrivate
+	if p.Layout.Isolation != nil {
+		mk = func(dir string) error { return p.Layout.isoDir(dir, isoDirMode) }
+	}
+	if err := mk(filepath.Dir(path)); err != nil {
 		return err
 	}
-	return p.Layout.WriteFile(path, data, WriteOptions{})
+	return p.Layout.WriteFile(path, data, WriteOptions{Mode: p.Layout.mailFileMode()})
 }
 
 // Withdraw deletes the record, which tells children at once that nobody
@@ -257,7 +261,7 @@ func (l Layout) SweepServing() (int, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		verdict := judgeHeartbeatFile(path, time.Now(), processExists)
+		verdict := judgeHeartbeatFile(path, l.BrokerOwner(), time.Now(), processExists)
 		if verdict.State != ServingAbsent && verdict.State != ServingDeadPID {
 			continue
 		}

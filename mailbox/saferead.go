@@ -85,6 +85,27 @@ func ReadFile(path string) ([]byte, error) {
 	return readFileCap(path, MaxFileSize)
 }
 
+// Owner is the uid a mailbox file must belong to, or AnyOwner.
+type Owner int
+
+// AnyOwner accepts a file whatever uid owns it: the broker's read of
+// requests in the isolation mode, where the owner is the requester.
+const AnyOwner Owner = -1
+
+// ReadFileOf is ReadFile for a file owner must own (see
+// Layout.BrokerOwner and Layout.RequestOwner).
+func ReadFileOf(path string, owner Owner) ([]byte, error) {
+	data, _, err := readFileOwned(path, MaxFileSize, owner, nil)
+	return data, err
+}
+
+// ReadFileIntoOf is ReadFileInto for a file owner must own; it also
+// returns the uid that owns what was read, the requester's in the
+// isolation mode.
+func ReadFileIntoOf(path string, owner Owner, buffer func(size int64) []byte) (data []byte, uid int, err error) {
+	return readFileOwned(path, MaxFileSize, owner, buffer)
+}
+
 // ReadFileInto is ReadFile, reading into a buffer of the caller's: buffer
 // is given the size fstat found, once the file passed every check, and
 // returns a slice whose capacity the file is read into (its length is
@@ -103,12 +124,17 @@ func readFileCap(path string, limit int64) ([]byte, error) {
 }
 
 func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]byte, error) {
+	data, _, err := readFileOwned(path, limit, Owner(processEUID), buffer)
+	return data, err
+}
+
+func readFileOwned(path string, limit int64, owner Owner, buffer func(size int64) []byte) ([]byte, int, error) {
 	var pre unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(path, &pre) }); err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
+		return nil, 0, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	if err := checkFileMode(path, uint32(pre.Mode)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 
 	var fd int
@@ -119,11 +145,11 @@ func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]b
 	})
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, refuse(path, ErrSymlink, "replaced by a symbolic link while opening")
+		return nil, 0, refuse(path, ErrSymlink, "replaced by a symbolic link while opening")
 	case errors.Is(err, unix.ENXIO):
-		return nil, refuse(path, ErrNotRegular, "replaced by a socket while opening")
+		return nil, 0, refuse(path, ErrNotRegular, "replaced by a socket while opening")
 	case err != nil:
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	// The descriptor is used raw, not through os.NewFile: an *os.File
 	// would cost an fcntl and a failed epoll registration (a regular file
@@ -135,25 +161,25 @@ func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]b
 
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return nil, 0, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if err := checkFileMode(path, uint32(st.Mode)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if st.Nlink == 0 {
 		// Removed between our open and fstat: its consumer or writer
 		// took it (a child abandoning its request, a child collecting
 		// its answer). Gone, not hostile.
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
 	}
 	if st.Nlink != 1 {
-		return nil, refuse(path, ErrHardLinked, "%d links", st.Nlink)
+		return nil, 0, refuse(path, ErrHardLinked, "%d links", st.Nlink)
 	}
-	if int(st.Uid) != processEUID {
-		return nil, refuse(path, ErrWrongOwner, "uid %d, expected %d", st.Uid, processEUID)
+	if owner != AnyOwner && int(st.Uid) != int(owner) {
+		return nil, 0, refuse(path, ErrWrongOwner, "uid %d, expected %d", st.Uid, owner)
 	}
 	if st.Size > limit {
-		return nil, refuse(path, ErrTooLarge, "%d bytes, at most %d", st.Size, limit)
+		return nil, 0, refuse(path, ErrTooLarge, "%d bytes, at most %d", st.Size, limit)
 	}
 	var buf []byte
 	if buffer != nil {
@@ -161,12 +187,12 @@ func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]b
 	}
 	data, err := readAtMost(fd, st.Size, limit+1, buf)
 	if err != nil {
-		return nil, fmt.Errorf("read mailbox file %s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
+		return nil, 0, fmt.Errorf("read mailbox file %s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
 	}
 	if int64(len(data)) > limit {
-		return nil, refuse(path, ErrTooLarge, "grew past %d bytes while being read", limit)
+		return nil, 0, refuse(path, ErrTooLarge, "grew past %d bytes while being read", limit)
 	}
-	return data, nil
+	return data, int(st.Uid), nil
 }
 
 // readAtMost reads fd to its end, but no more than max bytes. The size can
@@ -268,7 +294,15 @@ func ignoringEINTR(fn func() error) error {
 //
 // It returns nil, an error wrapping fs.ErrNotExist when dir is missing, or
 // the *UnsafeFileError of every offending directory joined together.
-func CheckTree(dir string) error {
+func CheckTree(dir string) error { return checkTree(dir, nil) }
+
+// CheckTree is CheckTree of the layout's root, by the layout's mode: in
+// the isolation mode the tree is the broker's user's (this process), and
+// group write is admitted only on sticky directories of the ask group
+// (requests/ and tmp/), never write for others.
+func (l Layout) CheckTree() error { return checkTree(l.Root, l.Isolation) }
+
+func checkTree(dir string, iso *Isolation) error {
 	var problems []error
 	euid := os.Geteuid()
 	var walk func(path string, top bool) error
@@ -297,7 +331,11 @@ func CheckTree(dir string) error {
 		if int(st.Uid) != euid {
 			problems = append(problems, refuse(path, ErrWrongOwner, "uid %d, expected %d", st.Uid, euid))
 		}
-		if perm := st.Mode & 0o777; perm&0o022 != 0 {
+		if iso != nil {
+			if err := (Layout{Root: filepath.Clean(dir), Isolation: iso}).checkIsoDir(path, &st); err != nil {
+				problems = append(problems, err)
+			}
+		} else if perm := st.Mode & 0o777; perm&0o022 != 0 {
 			problems = append(problems, refuse(path, ErrWritableByOthers, "mode %#o", perm))
 		}
 		entries, err := os.ReadDir(path)

@@ -26,6 +26,9 @@ type WriteOptions struct {
 	// child and the broker both live, and a power cut ends both
 	// (docs/decisions/0007).
 	SyncDir bool
+	// Mode is the file's mode; zero is 0600. Readers of other users
+	// need more in the isolation mode (vouched grant journals 0644).
+	Mode fs.FileMode
 }
 
 // WriteFile publishes data at path atomically: readers see either no file,
@@ -38,7 +41,11 @@ func (l Layout) WriteFile(path string, data []byte, opts WriteOptions) error {
 	if err := l.within(path); err != nil {
 		return err
 	}
-	if err := l.publish(path, data); err != nil {
+	mode := opts.Mode
+	if mode == 0 {
+		mode = fileMode
+	}
+	if err := l.publish(path, data, mode); err != nil {
 		return fmt.Errorf("write mailbox file %s: %w", path, err)
 	}
 	if opts.SyncDir {
@@ -57,7 +64,7 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return l.WriteFile(path, data, WriteOptions{})
+	return l.WriteFile(path, data, WriteOptions{Mode: l.mailFileMode()})
 }
 
 // WriteResponse publishes the broker's answer to requestID atomically: a
@@ -77,14 +84,19 @@ func (l Layout) WriteResponse(session, requestID string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	err = l.WriteFile(path, data, WriteOptions{})
+	opts := WriteOptions{Mode: l.mailFileMode()}
+	err = l.WriteFile(path, data, opts)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
+	mk := mkdirPrivate
+	if l.Isolation != nil {
+		mk = func(dir string) error { return l.isoDir(dir, isoDirMode) }
+	}
+	if err := mk(filepath.Dir(path)); err != nil {
 		return err
 	}
-	return l.WriteFile(path, data, WriteOptions{})
+	return l.WriteFile(path, data, opts)
 }
 
 // within refuses a path that is not strictly below the root.
@@ -96,16 +108,21 @@ func (l Layout) within(path string) error {
 	return nil
 }
 
-func (l Layout) publish(path string, data []byte) error {
+func (l Layout) publish(path string, data []byte, mode fs.FileMode) error {
 	opts := []renameio.Option{
 		renameio.WithTempDir(l.TempDir()),
-		renameio.WithStaticPermissions(fileMode),
+		renameio.WithStaticPermissions(mode),
 	}
 	pf, err := renameio.NewPendingFile(path, opts...)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The staging directory is created lazily, and may have been
-		// removed by someone tidying the tree.
-		if err := mkdirAllPrivate(l.TempDir()); err != nil {
+		// removed by someone tidying the tree. In the isolation mode it
+		// is the broker's to create (a child may not).
+		mk := mkdirAllPrivate
+		if l.Isolation != nil {
+			mk = func(dir string) error { return l.isoDir(dir, isoDropMode) }
+		}
+		if err := mk(l.TempDir()); err != nil {
 			return err
 		}
 		pf, err = renameio.NewPendingFile(path, opts...)
