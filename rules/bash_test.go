@@ -161,7 +161,7 @@ func FuzzBashAllowNeedsEveryUnit(f *testing.F) {
 				continue
 			}
 			units := bashunits.Split(line)
-			cfg := p.rulesFor("")
+			cfg, _ := p.rulesFor("", AgentNoOverrides)
 			for _, u := range units {
 				if u.Floor != "" {
 					t.Fatalf("%q allowed (%v) with floored unit %q %s", line, d, u.Command, u.Floor)

@@ -26,6 +26,11 @@ type Config struct {
 	// Agents holds `agents.<name>.permission`, applied to asks whose
 	// principal agent name is exactly <name>.
 	Agents map[string]Permission
+	// AgentUsers holds `agents.<name>.users`, resolved to uids when the
+	// config is read: in isolation mode, the requesting uids the agent's
+	// overrides are vouched for (see AgentTrust). An agent without the
+	// key has no entry.
+	AgentUsers map[string][]int
 	// YoloMode turns every `ask` rule into an `allow` (denies stay).
 	YoloMode bool
 	// LegacyBashDisplayMatch is an operator opt-in (off by default) for

@@ -103,6 +103,11 @@ var docKeys = []struct {
 		doc:     func(key string) string { return `{"permission": {"bash": {"x": {"` + key + `": null}}}}` },
 	},
 	{
+		heading: "`agents`",
+		parser:  func() []string { return agentKeys },
+		doc:     func(key string) string { return `{"permission": {}, "agents": {"a": {"` + key + `": null}}}` },
+	},
+	{
 		heading: "pi's settings courier does not read",
 		parser:  func() []string { return slices.Sorted(maps.Keys(piOnlyKeys)) },
 		doc:     func(key string) string { return `{"permission": {}, "` + key + `": null}` },

@@ -294,6 +294,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(DefaultConfigJSON())
 	f.Add([]byte(`{"permission":{"path":{"1":"deny","a":"allow"},"path_read":"ask"},"agents":{"x":{"permission":{"*":"allow"}}}}`))
+	f.Add([]byte(`{"permission":{"bash":"deny"},"agents":{"x":{"permission":{"*":"allow"},"users":[7,"8","root",1.5,"no-such-user-x"]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.json", data)
 		if err != nil {
@@ -319,6 +320,26 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 		p.Resolve(Query{Surface: "path", MatchValues: []string{"/a", "a"}, Agent: "x", Floor: "<f>"})
+		// Isolation mode: whatever the agent says, an unvouched uid gets
+		// no answer wider than the global rules give.
+		for _, q := range []Query{
+			{Surface: "bash", MatchValues: []string{"git push --force && ls"}, Agent: "x", Isolated: true, UID: 7},
+			{Surface: "path_write", MatchValues: []string{"/a/b"}, BoundaryValue: new("/a/b"), Agent: "x", Isolated: true, UID: 7},
+		} {
+			d := p.Resolve(q)
+			if d.AgentTrust != AgentNotVouched && d.AgentTrust != AgentVouched {
+				if _, ok := cfg.Agents["x"]; ok {
+					t.Fatalf("agent x has overrides, but the trust is %s", d.AgentTrust)
+				}
+			}
+			if d.AgentTrust == AgentNotVouched {
+				g := q
+				g.Agent = ""
+				if gd := p.Resolve(g); gd.Action.MoreRestrictive(d.Action) {
+					t.Fatalf("unvouched %v: %s, wider than the global rules' %s", q, d.Action, gd.Action)
+				}
+			}
+		}
 		p.Resolve(Query{Surface: "bash", MatchValues: []string{"git status"}, AskingUnits: []AskingUnit{{Command: "ls"}}})
 	})
 }

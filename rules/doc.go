@@ -23,8 +23,9 @@
 // also be `{"action":"deny","reason":"..."}` (a reason is valid for deny
 // only). `permission["*"]` is the action when nothing matches (ask if it is
 // omitted). The other keys are `agents` (`{"<name>": {"permission":
-// {...}}}`, overrides for asks whose principal agent name is exactly
-// <name>), `yoloMode` (default false), `forwardingTimeoutMs` (≥ 1, default
+// {...}, "users": [...]}}`, overrides for asks whose principal agent name
+// is exactly <name>, and the user names or uids they are vouched for in
+// isolation mode), `yoloMode` (default false), `forwardingTimeoutMs` (≥ 1, default
 // 600000), `reviewLogFieldMaxWidth` (≥ 1, default 1000),
 // `reviewLogMaxBytes` (courier's: ≥ 1024, default 64 MiB, the size at
 // which the review log is rotated) and `promptTimeoutMs` (≥ 0, 0 means no
@@ -82,6 +83,14 @@
 // rewritten to allow with origin yolo; denies stay. Session grants come
 // after: a matching grant decides unless the config's answer is a deny,
 // which a grant never overrides (docs/decisions/0011-deny-above-grants.md).
+//
+// The agent name is the child's claim ([AgentTrust]). In same-uid mode
+// nothing can check it, and the agent's rules apply as claimed. In
+// isolation mode ([Query.Isolated]) the broker knows the requesting uid,
+// and the agent's rules apply as written only for a uid in the agent's
+// `users`; for any other uid the answer is the stricter of the one
+// without the agent's rules and the one with them, unit by unit on bash,
+// so they may narrow an answer but never widen it.
 //
 // [Policy.Resolve] follows pi's serving policy (ResolverServingPolicy):
 //

@@ -18,10 +18,16 @@ import (
 // from the end, so the last match decides). It marshals to JSON as
 // is; WriteText renders it for a terminal.
 type Explanation struct {
-	Surface     string       `json:"surface"`
-	Values      []string     `json:"values"`
-	Boundary    *string      `json:"boundary,omitempty"`
-	Agent       string       `json:"agent,omitempty"`
+	Surface  string   `json:"surface"`
+	Values   []string `json:"values"`
+	Boundary *string  `json:"boundary,omitempty"`
+	Agent    string   `json:"agent,omitempty"`
+	// AgentTrust is how the agent name was taken (Resolution.AgentTrust);
+	// empty when the agent has no overrides, which need no vouching.
+	AgentTrust AgentTrust `json:"agentTrust,omitempty"`
+	// UID is the requesting uid, present when the query came with one
+	// (isolation mode).
+	UID         *int         `json:"uid,omitempty"`
 	Floor       string       `json:"floor,omitempty"`
 	AskingUnits []AskingUnit `json:"askingUnits,omitempty"`
 	// Action is the final answer.
@@ -51,6 +57,10 @@ type Explanation struct {
 type Step struct {
 	Surface string   `json:"surface"`
 	Values  []string `json:"values"`
+	// GlobalOnly marks a step of the pass without the agent's overrides,
+	// made when they are not vouched for (AgentNotVouched): the answer
+	// is the stricter of the two passes.
+	GlobalOnly bool `json:"globalOnly,omitempty"`
 	// Action is what the last matching rule says, before any floor.
 	Action Action `json:"action"`
 	// Matched lists every rule that matched, in ruleset order (default,
@@ -140,6 +150,28 @@ func (t *trace) record(cfg, sess []compiledRule, surface string, values []string
 	t.steps = append(t.steps, step)
 }
 
+// globalOnly runs judge, a pass over the global-only ruleset for an
+// agent whose overrides may only narrow the answer, recording into t
+// with its steps marked so.
+func (t *trace) globalOnly(judge func(*trace) Resolution) Resolution {
+	if t == nil {
+		return judge(nil)
+	}
+	sub := &trace{}
+	d := judge(sub)
+	for _, s := range sub.steps {
+		s.GlobalOnly = true
+		t.steps = append(t.steps, s)
+	}
+	for _, n := range sub.notes {
+		if !slices.Contains(t.notes, n) {
+			t.notes = append(t.notes, n)
+		}
+	}
+	t.outranked += sub.outranked
+	return d
+}
+
 func (t *trace) floor(floor string, d Resolution) {
 	if d.Action == Ask {
 		t.notes = append(t.notes, fmt.Sprintf("the child's floor %s turns the allow into an ask (only a session grant outranks a floor)", floor))
@@ -159,6 +191,13 @@ func (p *Policy) Explain(q Query) Explanation {
 		Rule:         explainRule(&d.Rule, d.Value),
 		FloorApplied: d.Floor,
 		Steps:        tr.steps,
+	}
+	if d.AgentTrust != AgentNoOverrides {
+		e.AgentTrust = d.AgentTrust
+	}
+	if q.Isolated {
+		uid := q.UID
+		e.UID = &uid
 	}
 	if e.Values == nil {
 		e.Values = []string{}
@@ -184,11 +223,7 @@ func (p *Policy) Explain(q Query) Explanation {
 		e.Notes = append(e.Notes, "built-in self-approval guard: the command moves, removes or re-permissions a directory that holds the protected tree; no rule denied it, so the guard does, and neither session grants nor yolo mode can override it")
 	}
 	if q.Agent != "" {
-		if _, ok := p.agents[q.Agent]; ok {
-			e.Notes = append(e.Notes, fmt.Sprintf("agent %q: its overrides come after the global rules, so they win", q.Agent))
-		} else {
-			e.Notes = append(e.Notes, fmt.Sprintf("agent %q has no overrides in the config; the global rules apply", q.Agent))
-		}
+		e.Notes = append(e.Notes, agentNote(q, d.AgentTrust))
 	}
 	if p.yolo {
 		e.Notes = append(e.Notes, "yolo mode: every ask rule acts as allow (origin yolo); deny rules stay")
@@ -229,6 +264,20 @@ func (p *Policy) Explain(q Query) Explanation {
 	return e
 }
 
+// agentNote says how q's agent name was taken, and so how its overrides
+// applied.
+func agentNote(q Query, trust AgentTrust) string {
+	switch trust {
+	case AgentClaimed:
+		return fmt.Sprintf("agent %q: its overrides come after the global rules, so they win; the name is the child's claim, which same-uid mode cannot check (docs/THREAT-MODEL.md), so they apply as claimed, not vouched for", q.Agent)
+	case AgentVouched:
+		return fmt.Sprintf("agent %q: its overrides come after the global rules, so they win; vouched for: the requesting uid %d is in its users", q.Agent, q.UID)
+	case AgentNotVouched:
+		return fmt.Sprintf("agent %q: not vouched for: the requesting uid %d is not in its users, so its overrides may only make the answer stricter: the answer is the stricter of the one without them (the steps marked global-only) and the one with them, each decided by its own last match", q.Agent, q.UID)
+	}
+	return fmt.Sprintf("agent %q has no overrides in the config; the global rules apply", q.Agent)
+}
+
 // WriteText renders the explanation for a terminal:
 //
 //	bash "git push --force" → deny
@@ -244,8 +293,18 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	if e.Boundary != nil {
 		fmt.Fprintf(&b, " (boundary %q)", *e.Boundary)
 	}
+	var who []string
 	if e.Agent != "" {
-		fmt.Fprintf(&b, " (agent %s)", e.Agent)
+		who = append(who, "agent "+e.Agent)
+	}
+	if e.AgentTrust != "" {
+		who = append(who, strings.ReplaceAll(string(e.AgentTrust), "-", " "))
+	}
+	if e.UID != nil {
+		who = append(who, fmt.Sprintf("uid %d", *e.UID))
+	}
+	if len(who) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(who, ", "))
 	}
 	fmt.Fprintf(&b, " → %s\n", e.Action)
 	if e.Reason != "" {
@@ -286,7 +345,11 @@ func (e *Explanation) WriteText(w io.Writer) error {
 		}
 	}
 	for _, s := range e.Steps {
-		fmt.Fprintf(&b, "\nrules matching %s %s, in ruleset order (the last match wins):\n", s.Surface, quoteList(s.Values))
+		pass := ""
+		if s.GlobalOnly {
+			pass = " without the agent's overrides (global-only)"
+		}
+		fmt.Fprintf(&b, "\nrules matching %s %s%s, in ruleset order (the last match wins):\n", s.Surface, quoteList(s.Values), pass)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		for i, r := range s.Matched {
 			mark := ""

@@ -37,7 +37,8 @@ var topLevelKeys = []struct {
 		if !p.openObject(path, v, `expected an object mapping agent names to {"permission": {...}}`) {
 			return
 		}
-		c.Agents = p.agents(path, v)
+		c.AgentUsers = make(map[string][]int)
+		c.Agents = p.agents(path, v, c.AgentUsers)
 	}},
 	{"yoloMode", func(p *parser, c *Config, path string, v strictjson.Value) {
 		if b, ok := p.boolean(path, v); ok {

@@ -148,8 +148,12 @@ func (p *parser) denyObject(path string, v strictjson.Value) (reason string, ok 
 	return reason, true
 }
 
-// agents reads the agents object v: each agent's permission object.
-func (p *parser) agents(path string, v strictjson.Value) map[string]Permission {
+// agentKeys are the keys of an agent entry.
+var agentKeys = []string{"permission", "users"}
+
+// agents reads the agents object v: each agent's permission object, and
+// into users each agent's users list, when it has one.
+func (p *parser) agents(path string, v strictjson.Value, users map[string][]int) map[string]Permission {
 	out := make(map[string]Permission)
 	p.object(path, v, func(name string, nameAt int, entry strictjson.Value) {
 		ap := memberPath(path, name)
@@ -167,14 +171,21 @@ func (p *parser) agents(path string, v strictjson.Value) map[string]Permission {
 		found, unknown := false, false
 		p.object(ap, entry, func(key string, keyAt int, v strictjson.Value) {
 			kp := memberPath(ap, key)
+			if key == "users" {
+				if uids, ok := p.users(kp, v); ok {
+					users[name] = uids
+				}
+				return
+			}
 			if key != "permission" {
 				// An error, not a warning: a misspelt "permission" would
-				// drop the agent's overrides, its denies included.
+				// drop the agent's overrides, its denies included, and a
+				// misspelt "users" would vouch for no one.
 				msg := "unknown key"
-				if s := didYouMean(key, []string{"permission"}); s != "" {
+				if s := didYouMean(key, agentKeys); s != "" {
 					msg += ": " + s
 				}
-				p.fail(keyAt, kp, msg+" (an agent entry reads permission)")
+				p.fail(keyAt, kp, msg+" (an agent entry reads permission and users)")
 				p.skip(kp, v)
 				unknown = true
 				return

@@ -68,7 +68,7 @@ func TestUnknownKeysAndYolo(t *testing.T) {
 		{
 			name: "inside an agent entry",
 			doc:  `{"permission": {}, "agents": {"Explore": {"permision": {"bash": "allow"}}}}`,
-			errs: []string{`c.json:1:43: agents.Explore.permision: unknown key: did you mean "permission"? (an agent entry reads permission)`},
+			errs: []string{`c.json:1:43: agents.Explore.permision: unknown key: did you mean "permission"? (an agent entry reads permission and users)`},
 		},
 		{
 			name: "inside a deny object",

@@ -22,8 +22,9 @@ type Policy struct {
 	// in composition order, yolo already applied.
 	global []compiledRule
 	// agents holds, for each configured agent, the same with the agent's
-	// rules appended (and the agent's default, if it has one, in front).
-	agents   map[string][]compiledRule
+	// rules appended (and the agent's default, if it has one, in front),
+	// and the uids its overrides are vouched for in isolation mode.
+	agents   map[string]agentRules
 	sessions *SessionRules
 	guard    guard
 }
@@ -60,13 +61,16 @@ func NewPolicy(cfg *Config, opts Options) (*Policy, error) {
 		def = *cfg.Permission.Default
 	}
 	p.global = p.compose(def, cfg.Permission.Rules, nil)
-	p.agents = make(map[string][]compiledRule, len(cfg.Agents))
+	p.agents = make(map[string]agentRules, len(cfg.Agents))
 	for name, perm := range cfg.Agents {
 		agentDef := def
 		if perm.Default != nil {
 			agentDef = *perm.Default
 		}
-		p.agents[name] = p.compose(agentDef, cfg.Permission.Rules, perm.Rules)
+		p.agents[name] = agentRules{
+			rules: p.compose(agentDef, cfg.Permission.Rules, perm.Rules),
+			users: cfg.AgentUsers[name],
+		}
 	}
 	return p, nil
 }
@@ -114,6 +118,13 @@ type Query struct {
 	// guard reads it, to place a relative path or word; matching never
 	// does.
 	Cwd string
+	// Isolated says the broker knows the requester's uid from the
+	// transport (isolation mode: the request file's owner), so UID is
+	// the requester's and an agent's overrides apply in full only when
+	// the agent's users list holds it.
+	Isolated bool
+	// UID is the requesting uid; meaningful only when Isolated.
+	UID int
 }
 
 // AskingUnit is one bash chain unit the child left asking.
@@ -173,6 +184,9 @@ type Resolution struct {
 	// answer, in source order: nil off bash, and for one unit without a
 	// floor, whose answer is the Resolution itself.
 	Units []UnitResolution
+	// AgentTrust says how far the query's agent name was believed: the
+	// prompt and the review log say so.
+	AgentTrust AgentTrust
 }
 
 // UnitResolution is the answer for one unit of a bash command line.
@@ -233,10 +247,11 @@ func (p *Policy) Resolve(q Query) Resolution {
 }
 
 func (p *Policy) resolve(q Query, tr *trace) Resolution {
+	trust := p.agentTrust(q)
 	if q.Surface == "" {
 		// No access intent: pi floors such a request to ask, even under
 		// yolo, and so does courier.
-		return Resolution{Action: Ask}
+		return Resolution{Action: Ask, AgentTrust: trust}
 	}
 	if isPathSurface(q.Surface) {
 		q = cleanPathQuery(q)
@@ -249,13 +264,14 @@ func (p *Policy) resolve(q Query, tr *trace) Resolution {
 		if tr != nil {
 			tr.guard = true
 		}
+		d.AgentTrust = trust
 		return d
 	}
-	cfg := p.rulesFor(q.Agent)
+	cfg, narrow := p.rulesFor(q.Agent, trust)
 	sess := p.sessions.load()
 	var d Resolution
 	if judged(lines) {
-		b := bashEval{p: p, cfg: cfg, sess: sess, tr: tr}
+		b := bashEval{p: p, cfg: cfg, narrow: narrow, sess: sess, tr: tr}
 		for _, l := range lines {
 			if l.judged {
 				b.line(l.units, l.floor)
@@ -263,22 +279,33 @@ func (p *Policy) resolve(q Query, tr *trace) Resolution {
 		}
 		d = b.decision()
 	} else {
-		d = p.evalSurface(cfg, sess, q.Surface, q.MatchValues, q.BoundaryValue, tr)
-		if isPathSurface(q.Surface) {
-			d = p.pathSpellings(cfg, q, d, tr)
+		d = p.judgeValues(cfg, sess, q, tr)
+		if narrow != nil {
+			d = stricter(d, tr.globalOnly(func(tr *trace) Resolution { return p.judgeValues(narrow, sess, q, tr) }))
 		}
-		d = p.honorFloor(d, q.Floor, false, tr)
 	}
 	if d.Action != Deny {
 		if gd, hit := p.guard.checkMoves(q, lines); hit {
 			if tr != nil {
 				tr.guardMoves = true
 			}
+			gd.AgentTrust = trust
 			return gd
 		}
 	}
 	d.Surface = q.Surface
+	d.AgentTrust = trust
 	return d
+}
+
+// judgeValues resolves a query's match values (not its asking units)
+// against the ruleset cfg and the session grants, then its floor.
+func (p *Policy) judgeValues(cfg, sess []compiledRule, q Query, tr *trace) Resolution {
+	d := p.evalSurface(cfg, sess, q.Surface, q.MatchValues, q.BoundaryValue, tr)
+	if isPathSurface(q.Surface) {
+		d = p.pathSpellings(cfg, q, d, tr)
+	}
+	return p.honorFloor(d, q.Floor, false, tr)
 }
 
 // bashLine is one command line of a bash ask, split into units.
@@ -325,9 +352,12 @@ func judged(lines []bashLine) bool {
 type bashEval struct {
 	p         *Policy
 	cfg, sess []compiledRule
-	tr        *trace
-	d         Resolution
-	units     []UnitResolution
+	// narrow is the global-only ruleset each unit is judged by too when
+	// the agent's overrides may only narrow (see rulesFor); nil otherwise.
+	narrow []compiledRule
+	tr     *trace
+	d      Resolution
+	units  []UnitResolution
 }
 
 func (b *bashEval) line(units []bashunits.Unit, floor string) {
@@ -341,6 +371,11 @@ func (b *bashEval) line(units []bashunits.Unit, floor string) {
 			values = append(values, u.Literal)
 		}
 		ud := b.p.honorFloor(b.p.evalMember(b.cfg, b.sess, "bash", values, nil, b.tr), f, own, b.tr)
+		if b.narrow != nil {
+			ud = stricter(ud, b.tr.globalOnly(func(tr *trace) Resolution {
+				return b.p.honorFloor(b.p.evalMember(b.narrow, b.sess, "bash", values, nil, tr), f, own, tr)
+			}))
+		}
 		if len(b.units) == 0 || ud.Action.MoreRestrictive(b.d.Action) {
 			b.d = ud
 		}
@@ -358,13 +393,6 @@ func (b *bashEval) decision() Resolution {
 		b.d.Units = b.units
 	}
 	return b.d
-}
-
-func (p *Policy) rulesFor(agent string) []compiledRule {
-	if rs, ok := p.agents[agent]; ok {
-		return rs
-	}
-	return p.global
 }
 
 // honorFloor clamps an allow with a floor (pi's honorChildFloor): a deny
