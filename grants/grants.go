@@ -10,12 +10,19 @@
 // id, the surface and value asked, the agent, when it was recorded and who
 // answered.
 //
+// In the isolation mode (the broker as its own user) a child's "this
+// subagent only" grants are kept by the broker instead, in a vouched
+// journal the child reads but cannot write:
+// <root>/courier/vouched/<uid>/<escaped session>.json, mode 0644, owned by
+// the broker's user (OpenVouched, Journal.Vouch).
+//
 // # A journal that is not its owner's
 //
 // A journal is read back as untrusted input. One that its owner did not
 // write is refused whole, never half-applied, with an error naming the
 // file and what to do ([RefusedError], wrapping [ErrRefused]): a file
-// whose mode is not 0600 or that another user owns, a symlink or other
+// whose mode is not 0600 or that another user owns (a vouched journal:
+// not 0644, or not the broker's user's, whoever reads it), a symlink or other
 // unsafe file, the old format (version 1, grants without facts), a grant
 // without what was asked and when, a journal of another session or side,
 // or anything malformed. Load remembers the refusal: Save then writes
@@ -46,6 +53,7 @@ package grants
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -64,6 +72,9 @@ const (
 	Broker Side = "broker"
 	// Child journals are a child session's own "this subagent only" grants.
 	Child Side = "child"
+	// Vouched journals are a child session's "this subagent only" grants
+	// in the isolation mode, kept by the broker's user (see OpenVouched).
+	Vouched Side = "vouched"
 )
 
 // ErrNotSaved is wrapped by the errors of Save and Revoke that left the
@@ -90,8 +101,11 @@ type RefusedError struct {
 // Error reads "grant journal <path> refused: <reason>; remove it: …".
 func (e *RefusedError) Error() string {
 	fix := "remove it: its grants are asked again at the prompt"
-	if e.Side == Child {
+	switch e.Side {
+	case Child:
 		fix = "remove it: its asks go to the parent again"
+	case Vouched:
+		fix = "remove it as the broker's user: its asks go to the broker again"
 	}
 	return fmt.Sprintf("grant journal %s refused: %v; %s", e.Path, e.Reason, fix)
 }
@@ -105,6 +119,11 @@ type Journal struct {
 	side    Side
 	session string
 	path    string
+	// vouched is a journal of side Vouched: written by the broker's user
+	// with mode 0644 into layout.VouchedDir(uid), read by that uid's
+	// children.
+	vouched bool
+	uid     int
 	// recording is held by Recording across a caller's Record and Save,
 	// and tried by Reload.
 	recording sync.Mutex
@@ -261,7 +280,7 @@ func (j *Journal) read() ([]Entry, stamp, error) {
 			return nil, st, j.refuse(err)
 		}
 	}
-	data, err := mailbox.ReadFile(j.path)
+	data, err := mailbox.ReadFileOf(j.path, j.owner())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, stamp{}, nil
 	}
@@ -280,15 +299,29 @@ func (j *Journal) read() ([]Entry, stamp, error) {
 }
 
 // checkOwn refuses a file its owner did not leave as it leaves it: mode
-// 0600 (every write makes it so) and owned by this process's user.
+// 0600 (every write makes it so) and owned by this process's user; a
+// vouched journal mode 0644 and owned by the broker's user, whichever
+// process reads it.
 func (j *Journal) checkOwn(fi os.FileInfo) error {
-	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm != 0o600 {
-		return fmt.Errorf("mode %04o, expected 0600 (courier writes its journals so; another mode means someone else wrote or changed it)", perm)
+	want, whose := fs.FileMode(0o600), "this process's user"
+	if j.vouched {
+		want, whose = vouchedMode, "the broker's user"
 	}
-	if uid, ok := fileperm.Owner(fi); ok && uid != os.Geteuid() {
-		return fmt.Errorf("owned by uid %d, expected %d (this process's user)", uid, os.Geteuid())
+	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm != want {
+		return fmt.Errorf("mode %04o, expected %04o (courier writes its journals so; another mode means someone else wrote or changed it)", perm, want)
+	}
+	if uid, ok := fileperm.Owner(fi); ok && uid != int(j.owner()) {
+		return fmt.Errorf("owned by uid %d, expected %d (%s)", uid, j.owner(), whose)
 	}
 	return nil
+}
+
+// owner is the uid the journal file must have.
+func (j *Journal) owner() mailbox.Owner {
+	if j.vouched {
+		return j.layout.BrokerOwner()
+	}
+	return mailbox.Owner(os.Geteuid())
 }
 
 func (j *Journal) refuse(err error) error {
@@ -327,7 +360,11 @@ func (j *Journal) write(entries []Entry) error {
 		// at the next start, and journaling would stop until removed.
 		return fmt.Errorf("grant journal %s: %w: it would be %d bytes, over the %d-byte cap the journal is read with; the grants hold in memory until this process ends", j.path, ErrNotSaved, len(data), mailbox.MaxFileSize)
 	}
-	if err := j.layout.WriteFile(j.path, data, mailbox.WriteOptions{SyncDir: true}); err != nil {
+	opts := mailbox.WriteOptions{SyncDir: true}
+	if j.vouched {
+		opts.Mode = vouchedMode
+	}
+	if err := j.layout.WriteFile(j.path, data, opts); err != nil {
 		return fmt.Errorf("grant journal: %w: %w", ErrNotSaved, err)
 	}
 	st, err := statJournal(j.path)

@@ -128,8 +128,11 @@ func describeDecider(s provenance.Source) string {
 // kind names n of a side's grants for a human.
 func (s Side) kind(n int) string {
 	k := "whole-session grant"
-	if s == Child {
+	switch s {
+	case Child:
 		k = "this-subagent-only grant"
+	case Vouched:
+		k = "vouched this-subagent-only grant"
 	}
 	if n != 1 {
 		k += "s"

@@ -24,7 +24,11 @@ const lockWait = 5 * time.Second
 func (j *Journal) lock(create bool) (unlock func(), err error) {
 	dir := filepath.Dir(j.path)
 	if create {
-		if err := j.layout.EnsureDir(dir); err != nil {
+		ensure := j.layout.EnsureDir
+		if j.vouched {
+			ensure = func(string) error { return j.layout.EnsureVouchedDir(j.uid) }
+		}
+		if err := ensure(dir); err != nil {
 			return nil, fmt.Errorf("grant journal: %w: %w", ErrNotSaved, err)
 		}
 	}
