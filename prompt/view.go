@@ -181,6 +181,36 @@ func hold(ask *serve.Ask, home string) *entry {
 // record.
 func (e *entry) grantable() bool { return len(e.grants) > 0 }
 
+// requesterUser is who asked as the transport vouches for it (the
+// isolation mode): "uid 61002 (alice)", or the uid alone.
+func requesterUser(ask *serve.Ask) string {
+	if ask.RequesterUser == "" {
+		return fmt.Sprintf("uid %d", ask.RequesterUID)
+	}
+	return fmt.Sprintf("uid %d (%s)", ask.RequesterUID, Clean(ask.RequesterUser, capShort))
+}
+
+// agentTrustLine says how far the agent name the rules applied was
+// believed for its overrides (rules.AgentTrust), "" when no agent
+// overrides were concerned: the name is the child's claim, vouched for
+// only by the uids the operator listed for that agent.
+func agentTrustLine(ask *serve.Ask) string {
+	name := ask.Request.RequesterAgentName
+	if ai := ask.Request.AccessIntent; ai != nil {
+		name = ai.Principal.AgentName
+	}
+	name = Clean(name, capShort)
+	switch ask.Resolution.AgentTrust {
+	case rules.AgentClaimed:
+		return fmt.Sprintf("agent '%s' claimed, not vouched (same uid, not a boundary): its overrides apply as written", name)
+	case rules.AgentNotVouched:
+		return fmt.Sprintf("agent '%s' claimed, not vouched for %s: its overrides can only narrow", name, requesterUser(ask))
+	case rules.AgentVouched:
+		return fmt.Sprintf("agent '%s' vouched for %s: its overrides apply", name, requesterUser(ask))
+	}
+	return ""
+}
+
 // describe makes the view of an ask: every string the child sent is
 // cleaned here or, for the long ones kept raw, when drawn.
 func describe(ask *serve.Ask) view {
@@ -192,7 +222,14 @@ func describe(ask *serve.Ask) view {
 	if intent != nil && intent.Principal.AgentName != "" && intent.Principal.AgentName != req.RequesterAgentName {
 		from += fmt.Sprintf(" (rules apply to agent '%s')", Clean(intent.Principal.AgentName, capShort))
 	}
-	v.add(field{label: "from", lines: []string{from}, wrap: 2, rank: rankEssential})
+	if ask.Isolated {
+		from += " · " + requesterUser(ask)
+	}
+	lines := []string{from}
+	if trust := agentTrustLine(ask); trust != "" {
+		lines = append(lines, trust)
+	}
+	v.add(field{label: "from", lines: lines, wrap: 2, rank: rankEssential})
 
 	surface := req.Surface
 	if intent != nil && surface == "" {

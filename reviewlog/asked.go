@@ -60,6 +60,7 @@ func (d details) servedAsk(id, path string, p Parties, a Asked) {
 	d.str(KeyRequesterAgentName, p.RequesterAgentName)
 	d.strIfSet(KeyRequesterCwd, a.Cwd)
 	d.str("requesterSessionId", p.RequesterSessionID)
+	d.uid(KeyRequesterUID, p.RequesterUID)
 	d.str("source", source)
 	d.strIfSet(KeySurface, a.Surface)
 	d.str("targetSessionId", p.TargetSessionID)

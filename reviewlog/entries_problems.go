@@ -65,6 +65,7 @@ func (e ForwardingWarningEntry) appendDetails(d details) {
 		d.strIfSet(KeyRequestSHA256, p.RequestSHA256)
 		d.str("requesterAgentName", p.RequesterAgentName)
 		d.str("requesterSessionId", p.RequesterSessionID)
+		d.uid(KeyRequesterUID, p.RequesterUID)
 		d.strIfSet("responsePath", e.ResponsePath)
 		d.str("source", source)
 		d.str("targetSessionId", p.TargetSessionID)

@@ -29,6 +29,16 @@ type Parties struct {
 	// requestId it names one ask even when an id is used twice (across a
 	// broker's restart), which the census joins by.
 	RequestSHA256 string
+	// RequesterUID is the request file's owner in the isolation mode
+	// (docs/decisions/0024): the requester the transport vouches for,
+	// written as requesterUid. nil, the same-uid mode where the owner
+	// is always the broker's own user, writes no key.
+	RequesterUID *int
+	// AgentTrust is how far the requester's agent name was believed for
+	// its agent overrides (rules.AgentTrust: claimed, vouched,
+	// not-vouched), written as agentTrust by the entries that record a
+	// resolution; "" (no agent overrides concerned) writes no key.
+	AgentTrust string
 }
 
 // source is the "source" value of the serving node's entries about a
@@ -57,8 +67,9 @@ type ForwardedServingStoppedEntry struct {
 // node's terminal entry when its recorded authority (the rules and the
 // session grants) allowed a forwarded ask without asking anyone.
 //
-// Keys: decidedBy, requestId, requestPath, requestSha256 (when known),
-// requesterAgentName, requesterCwd, requesterSessionId, source, surface,
+// Keys: agentTrust (when set), decidedBy, requestId, requestPath,
+// requestSha256 (when known), requesterAgentName, requesterCwd,
+// requesterSessionId, requesterUid (isolation mode), source, surface,
 // targetSessionId, units, value (the last four as [Asked] says).
 type ForwardedAutoApprovedEntry struct {
 	RequestID string
@@ -79,10 +90,10 @@ type ForwardedAutoDeniedEntry ForwardedAutoApprovedEntry
 // node when a forwarded ask falls through its recorded authority to the
 // authorizer chain and the terminal, before either runs.
 //
-// Keys: floor (only when the ask has one), requestId, requestPath,
-// requestSha256 (when known), requesterAgentName, requesterCwd,
-// requesterSessionId, source, surface, targetSessionId, units, value (the
-// four of [Asked] as it says).
+// Keys: agentTrust (when set), floor (only when the ask has one),
+// requestId, requestPath, requestSha256 (when known), requesterAgentName,
+// requesterCwd, requesterSessionId, requesterUid (isolation mode), source,
+// surface, targetSessionId, units, value (the four of [Asked] as it says).
 type ForwardedPromptedEntry struct {
 	RequestID   string
 	Parties     Parties
@@ -99,9 +110,10 @@ type ForwardedPromptedEntry struct {
 // response is. An ask the recorded authority decided has it too, after its
 // [ForwardedAutoApprovedEntry].
 //
-// Keys: approved (true), decidedBy, denialReason, requestId,
-// requestSha256 (when known), requesterAgentName, requesterCwd,
-// requesterSessionId, resolution, responsePath, source, surface,
+// Keys: agentTrust (when set), approved (true), decidedBy, denialReason,
+// requestId, requestSha256 (when known), requesterAgentName, requesterCwd,
+// requesterSessionId, requesterUid (isolation mode), resolution,
+// responsePath, source, surface,
 // targetSessionId, terminal (when a terminal answered), units, value (the
 // four of [Asked] as it says).
 type ForwardedApprovedEntry struct {
@@ -144,7 +156,8 @@ type ForwardedRequesterGoneEntry struct {
 // session, once the grants are recorded.
 //
 // Keys: grants, requestId, requestPath, requestSha256 (when known),
-// requesterAgentName, requesterSessionId, source, targetSessionId.
+// requesterAgentName, requesterSessionId, requesterUid (isolation mode),
+// source, targetSessionId.
 type ForwardedSessionRecordedEntry struct {
 	RequestID   string
 	Parties     Parties
@@ -185,6 +198,7 @@ func (e ForwardedServingStartedEntry) appendDetails(d details) { d.str("sessionI
 func (e ForwardedServingStoppedEntry) appendDetails(d details) { d.str("sessionId", e.SessionID) }
 
 func (e ForwardedAutoApprovedEntry) appendDetails(d details) {
+	d.strIfSet(KeyAgentTrust, e.Parties.AgentTrust)
 	d.decidedBy(e.DecidedBy)
 	d.servedAsk(e.RequestID, e.RequestPath, e.Parties, e.Asked)
 }
@@ -194,6 +208,7 @@ func (e ForwardedAutoDeniedEntry) appendDetails(d details) {
 }
 
 func (e ForwardedPromptedEntry) appendDetails(d details) {
+	d.strIfSet(KeyAgentTrust, e.Parties.AgentTrust)
 	d.strIfSet("floor", e.Floor)
 	d.servedAsk(e.RequestID, e.RequestPath, e.Parties, e.Asked)
 }
@@ -204,6 +219,7 @@ func (e ForwardedDeniedEntry) appendDetails(d details) {
 }
 
 func (e ForwardedApprovedEntry) appendAnswer(d details, approved bool) {
+	d.strIfSet(KeyAgentTrust, e.Parties.AgentTrust)
 	d.boolean(KeyApproved, approved)
 	d.decidedBy(e.DecidedBy)
 	d.strOrNull("denialReason", e.DenialReason)
@@ -212,6 +228,7 @@ func (e ForwardedApprovedEntry) appendAnswer(d details, approved bool) {
 	d.str(KeyRequesterAgentName, e.Parties.RequesterAgentName)
 	d.strIfSet(KeyRequesterCwd, e.Asked.Cwd)
 	d.str("requesterSessionId", e.Parties.RequesterSessionID)
+	d.uid(KeyRequesterUID, e.Parties.RequesterUID)
 	d.str(KeyResolution, e.Resolution)
 	d.str("responsePath", e.ResponsePath)
 	d.str("source", source)
@@ -242,13 +259,29 @@ func (e ForwardedSessionReloadedEntry) appendDetails(d details) {
 
 // servedRequest appends the keys every serving-side entry about a request
 // ends with: requestId, requestPath, requestSha256 (when known),
-// requesterAgentName, requesterSessionId, source and targetSessionId.
+// requesterAgentName, requesterSessionId, requesterUid (isolation mode),
+// source and targetSessionId.
 func (d details) servedRequest(id, path string, p Parties) {
 	d.str(KeyRequestID, id)
 	d.str("requestPath", path)
 	d.strIfSet(KeyRequestSHA256, p.RequestSHA256)
 	d.str("requesterAgentName", p.RequesterAgentName)
 	d.str("requesterSessionId", p.RequesterSessionID)
+	d.uid(KeyRequesterUID, p.RequesterUID)
 	d.str("source", source)
 	d.str("targetSessionId", p.TargetSessionID)
+}
+
+// KeyRequesterUID is the key of Parties.RequesterUID, KeyAgentTrust of
+// Parties.AgentTrust.
+const (
+	KeyRequesterUID = "requesterUid"
+	KeyAgentTrust   = "agentTrust"
+)
+
+// uid appends *n, and nothing for a nil n.
+func (d details) uid(key string, n *int) {
+	if n != nil {
+		d.integer(key, *n)
+	}
 }

@@ -31,13 +31,20 @@ type answeredAt struct {
 // (auto_approved, auto_denied) is logged once the response is written (or
 // could not be), before finish's own entry.
 //
+// In the isolation mode an answer "yes, for this subagent only" is
+// vouched for first (vouch): its grants are in the requester's vouched
+// journal before the response exists, or the answer is approved once.
+//
 // It returns answered, or retry when the response could not be written
 // (the decision is kept and written on the next delivery, not made again)
 // or the request could not be removed.
-func (b *Broker) finish(req wire.Request, path string, d decision.Decision, digest string, ruled bool) outcome {
+func (b *Broker) finish(req wire.Request, path string, d decision.Decision, digest string, ruled bool, f from) outcome {
 	defer b.settle(req.ID)
 	if d.State == decision.StateApprovedForServingSession {
-		b.recordWholeSession(req, path, d)
+		b.recordWholeSession(req, path, d, f)
+	}
+	if d.State == decision.StateApprovedForSession && b.Layout.Isolated() {
+		d = b.vouch(req, path, d, f)
 	}
 	var asked reviewlog.Asked
 	if b.Log != nil { // splitting a bash line again is for the log alone
@@ -46,6 +53,9 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	resp := d.Response(b.Session, b.now().UnixMilli()).Bind(req.ID, digest)
 	respPath, _ := b.Layout.ResponsePath(b.Session, req.ID)
 	data, err := wire.EncodeResponse(resp)
+	if b.beforeResponse != nil {
+		b.beforeResponse(&req, d)
+	}
 	if err == nil {
 		err = b.Layout.WriteResponse(b.Session, req.ID, data)
 	}
@@ -55,7 +65,7 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 		b.mu.Lock()
 		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
 		b.mu.Unlock()
-		b.logRuled(ruled, req, path, digest, d, asked)
+		b.logRuled(ruled, req, path, digest, d, asked, f)
 		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to write forwarded permission response", ResponsePath: respPath, Error: err})
 		b.report(fmt.Errorf("answering %s: %w", req.ID, err))
 		return retry
@@ -70,9 +80,9 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 		t.Counted(d.DecidedBy)
 	}
 	removed := b.remove(path)
-	b.logRuled(ruled, req, path, digest, d, asked)
+	b.logRuled(ruled, req, path, digest, d, asked, f)
 	e := reviewlog.ForwardedApprovedEntry{
-		RequestID: req.ID, Parties: partiesOf(&req, digest), ResponsePath: respPath,
+		RequestID: req.ID, Parties: f.parties(partiesOf(&req, digest)), ResponsePath: respPath,
 		Resolution: string(d.State), DenialReason: d.DenialReason, DecidedBy: d.DecidedBy, Terminal: d.Terminal,
 		Asked: asked,
 	}
@@ -85,11 +95,11 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 }
 
 // logRuled writes the recorded authority's review entry, when it decided.
-func (b *Broker) logRuled(ruled bool, req wire.Request, path, digest string, d decision.Decision, asked reviewlog.Asked) {
+func (b *Broker) logRuled(ruled bool, req wire.Request, path, digest string, d decision.Decision, asked reviewlog.Asked, f from) {
 	if !ruled {
 		return
 	}
-	e := reviewlog.ForwardedAutoApprovedEntry{RequestID: req.ID, Parties: partiesOf(&req, digest), RequestPath: path, DecidedBy: d.DecidedBy, Asked: asked}
+	e := reviewlog.ForwardedAutoApprovedEntry{RequestID: req.ID, Parties: f.parties(partiesOf(&req, digest)), RequestPath: path, DecidedBy: d.DecidedBy, Asked: asked}
 	if d.Approved() {
 		b.log(e)
 	} else {
@@ -101,7 +111,7 @@ func (b *Broker) logRuled(ruled bool, req wire.Request, path, digest string, d d
 // else the request's suggestion, as admitted again now (grantsToRecord),
 // into the broker's session rules and journals them, so that a restart
 // for the same session id keeps them (docs/decisions/0005-serve-loop.md).
-func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.Decision) {
+func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.Decision, f from) {
 	chosen := b.grantsToRecord(&req, d)
 	if len(chosen) == 0 {
 		return
@@ -128,7 +138,7 @@ func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.De
 			b.report(err)
 		}
 	}
-	b.log(reviewlog.ForwardedSessionRecordedEntry{RequestID: req.ID, Parties: parties(&req), RequestPath: path, Grants: loggedGrants(recorded)})
+	b.log(reviewlog.ForwardedSessionRecordedEntry{RequestID: req.ID, Parties: f.parties(parties(&req)), RequestPath: path, Grants: loggedGrants(recorded)})
 }
 
 // admittedGrants are the child's suggested grants that "yes, for the

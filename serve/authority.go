@@ -43,11 +43,20 @@ type Authority struct {
 // legacy is set; otherwise not at all, and the ask floors to the chain and
 // the terminal.
 func AuthorityFor(req *wire.Request, legacy bool) Authority {
+	return AuthorityOf(req, legacy, NoUID)
+}
+
+// AuthorityOf is AuthorityFor for a request whose file uid owns, in the
+// isolation mode (NoUID in the same-uid mode): the query says so, and the
+// rules believe its agent name only for the uids the operator listed for
+// that agent (rules.Query.Isolated, rules.AgentTrust).
+func AuthorityOf(req *wire.Request, legacy bool, uid int) Authority {
+	f := from{uid: uid}
 	switch {
 	case req.AccessIntent != nil:
-		return Authority{Consulted: true, Query: rules.QueryFromIntent(req.AccessIntent)}
+		return Authority{Consulted: true, Query: f.query(rules.QueryFromIntent(req.AccessIntent))}
 	case legacy && req.Surface == "bash" && req.Value != "":
-		return Authority{Consulted: true, ByDisplayValue: true, Query: rules.Query{Surface: "bash", MatchValues: []string{req.Value}}}
+		return Authority{Consulted: true, ByDisplayValue: true, Query: f.query(rules.Query{Surface: "bash", MatchValues: []string{req.Value}})}
 	}
 	a := Authority{Why: NoAccessFacts}
 	switch {
@@ -67,7 +76,14 @@ func AuthorityFor(req *wire.Request, legacy bool) Authority {
 // the decision when they allow or deny it (decided). Anything else goes
 // on to the authorizer chain and the terminal.
 func RecordedAuthority(policy *rules.Policy, req *wire.Request, legacy bool) (rd rules.Resolution, d decision.Decision, decided bool) {
-	a := AuthorityFor(req, legacy)
+	return RecordedAuthorityOf(policy, req, legacy, NoUID)
+}
+
+// RecordedAuthorityOf is RecordedAuthority for a request whose file uid
+// owns, in the isolation mode (NoUID in the same-uid mode; AuthorityOf).
+// rd.AgentTrust says how far the agent name was believed.
+func RecordedAuthorityOf(policy *rules.Policy, req *wire.Request, legacy bool, uid int) (rd rules.Resolution, d decision.Decision, decided bool) {
+	a := AuthorityOf(req, legacy, uid)
 	if !a.Consulted {
 		return rules.Resolution{}, decision.Decision{}, false
 	}
@@ -93,8 +109,8 @@ func RecordedAuthority(policy *rules.Policy, req *wire.Request, legacy bool) (rd
 // the chain and the terminal, which the terminal shows: the zero
 // Resolution when the rules were not consulted, which the operator hears
 // of (noticeNoFacts).
-func (b *Broker) askResolution(req *wire.Request) rules.Resolution {
-	a := AuthorityFor(req, b.LegacyBashDisplayMatch)
+func (b *Broker) askResolution(req *wire.Request, f from) rules.Resolution {
+	a := AuthorityOf(req, b.LegacyBashDisplayMatch, f.uid)
 	if !a.Consulted {
 		b.noticeNoFacts(req, a)
 		return rules.Resolution{}

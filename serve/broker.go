@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -140,6 +141,11 @@ type Broker struct {
 	// noFactsNoticed: OnNotice has heard of a request without access
 	// facts, [1] of a bash one, [0] of any other.
 	noFactsNoticed [2]atomic.Bool
+	// users names the requesters' uids for the terminal.
+	users userNames
+	// beforeResponse, when set, runs just before a response is written:
+	// a test checks what must be in place by then (the vouched grants).
+	beforeResponse func(req *wire.Request, d decision.Decision)
 }
 
 func (b *Broker) now() time.Time {

@@ -26,6 +26,8 @@ type escalation struct {
 	name, digest string
 	// key is whose turn its jobs take, and whose bound it counts in.
 	key string
+	// from is who asked, as the transport and the rules vouch for it.
+	from from
 	// timer is the prompt timeout's, if there is one.
 	timer *time.Timer
 	// concluded makes a terminal's second answer a no-op.
@@ -74,8 +76,12 @@ func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	if context.Cause(x.ctx) != nil {
 		return decision.NobodyAnswered(ReasonSessionEnded), true
 	}
-	x.ask.Resolution = b.askResolution(req)
-	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: parties(req), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor, Asked: askedOf(req)})
+	x.ask.Resolution = b.askResolution(req, x.from)
+	x.from.trust = x.ask.Resolution.AgentTrust
+	if x.from.uid >= 0 {
+		x.ask.Isolated, x.ask.RequesterUID, x.ask.RequesterUser = true, x.from.uid, b.users.name(x.from.uid)
+	}
+	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: x.from.parties(parties(req)), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor, Asked: askedOf(req)})
 	if b.Chain != nil {
 		if d, ok := b.Chain.Resolve(x.ctx, *req); ok {
 			return d, true
@@ -189,5 +195,5 @@ func (b *Broker) answerEscalated(x *escalation, d decision.Decision) outcome {
 	case errors.Is(cause, errForwardingTimeout):
 		d = decision.NobodyAnswered(b.reasonNoAnswer())
 	}
-	return b.answer(*req, path, d, x.digest, false)
+	return b.answer(*req, path, d, x.digest, false, x.from)
 }

@@ -76,43 +76,55 @@ func (b *Broker) handle(ctx context.Context, name string) outcome {
 // done in arrival order; the job waits for its requester's turn (fair.go).
 // A job releases the request file itself: the outcome is then queued.
 func (b *Broker) intake(ctx context.Context, name string) (outcome, string, job) {
-	id, data, o := b.readRequest(name)
+	id, data, f, o := b.readRequest(name)
 	if data == nil {
 		return o, "", nil
 	}
-	return b.intakeRead(ctx, name, id, data)
+	return b.intakeRead(ctx, name, id, data, f)
 }
 
-// readRequest reads the request file name: its id and bytes, or (data
-// nil) what became of it when it cannot be served.
-func (b *Broker) readRequest(name string) (id string, data []byte, o outcome) {
+// readRequest reads the request file name: its id, bytes and who wrote
+// it, or (data nil) what became of it when it cannot be served.
+func (b *Broker) readRequest(name string) (id string, data []byte, f from, o outcome) {
 	path := b.requestPath(name)
 	id, err := mailbox.RequestIDFromName(name)
 	if err != nil {
-		return "", nil, b.reject(path, "its name is not <id>.json", err)
+		return "", nil, f, b.reject(path, "its name is not <id>.json", err)
 	}
-	data, err = mailbox.ReadFileInto(path, readBuffer)
+	data, f, err = b.readRequestFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return "", nil, dropped
+		return "", nil, f, dropped
 	case isUnsafe(err):
-		return "", nil, b.reject(path, "not a plain file this broker may read", err)
+		return "", nil, f, b.reject(path, "not a plain file this broker may read", err)
 	case err != nil:
 		// EACCES, EMFILE...: keep the request and try again on a rescan.
 		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
 		b.report(err)
-		return "", nil, retry
+		return "", nil, f, retry
 	}
 	if data == nil {
 		data = []byte{} // an empty file is read, and malformed
 	}
-	return id, data, 0
+	return id, data, f, 0
+}
+
+// readRequestFile reads a request file as the layout's mode wants it
+// owned (Layout.RequestOwner: this user's in the same-uid mode, anyone's
+// in the isolation mode), with who wrote it: in the isolation mode its
+// owner, the requester's uid, which only the kernel could have set.
+func (b *Broker) readRequestFile(path string) ([]byte, from, error) {
+	data, uid, err := mailbox.ReadFileIntoOf(path, b.Layout.RequestOwner(), readBuffer)
+	if !b.Layout.Isolated() {
+		return data, sameUID, err
+	}
+	return data, from{uid: uid}, err
 }
 
 // intakeRead is intake once the file is read: data are its bytes, id the
 // id its name says. It consumes data: a large file's buffer is read into
 // again once it returns (releaseRead), and nothing it leaves keeps data.
-func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (outcome, string, job) {
+func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte, f from) (outcome, string, job) {
 	defer releaseRead(data)
 	path := b.requestPath(name)
 	b.mu.Lock()
@@ -155,14 +167,14 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (
 	if unwritten {
 		// The kept decision may record a whole-session grant again:
 		// what that needs is kept (slim, not compact).
-		return queued, key, b.answerJob(name, slim(req), u.d, u.digest, false)
+		return queued, key, b.answerJob(name, slim(req), u.d, u.digest, false, f)
 	}
 	if answeredBefore {
 		if b.answeredWith(id, digest) {
 			// The same request delivered again: never answer twice.
 			return afterRemoval(b.remove(path), dropped), "", nil
 		}
-		return b.reused(req, name, digest)
+		return b.reused(req, name, digest, f)
 	}
 	if b.answeredOnDisk(req, path, digest) {
 		// Answered by a broker that died before it removed the request.
@@ -175,13 +187,13 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (
 	}
 
 	if context.Cause(ctx) == nil {
-		if d, decided := b.recordedAuthority(req); decided {
+		if d, ruled, decided := b.recordedAuthority(req, f); decided {
 			// The response first: the review entry that says the rules
 			// decided is written after it, off the child's wait.
-			return queued, key, b.answerJob(name, compact(req), d, digest, true)
+			return queued, key, b.answerJob(name, compact(req), d, digest, true, ruled)
 		}
 		if why, first := b.fair.admit(key, b.maxPendingPerRequester(), b.maxPending()); why != "" {
-			return queued, key, b.refuseJob(name, req, digest, why, first)
+			return queued, key, b.refuseJob(name, req, digest, why, first, f)
 		}
 	} else {
 		// Shutdown's last pass: the escalation job answers for what
@@ -192,7 +204,7 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte) (
 	// The ask waits for its turn with what answering it unescalated needs
 	// (compact); its turn reads the file again for the chain and the
 	// terminal (escalateJob): thousands may wait, a megabyte each.
-	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: compact(req)}, name: name, digest: digest, key: key})
+	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: compact(req)}, name: name, digest: digest, key: key, from: f})
 }
 
 // reject logs a request file that cannot be served and removes it.
@@ -272,8 +284,10 @@ func (b *Broker) orphaned(req wire.Request) string {
 // recordedAuthority is the first step of resolution (see the package
 // doc): the rules and session grants, only for a request that carries the
 // child-fixed facts or, with LegacyBashDisplayMatch, a bash display value
-// (RecordedAuthority, which broker check --request shares).
-func (b *Broker) recordedAuthority(req wire.Request) (decision.Decision, bool) {
-	_, d, decided := RecordedAuthority(b.Policy, &req, b.LegacyBashDisplayMatch)
-	return d, decided
+// (RecordedAuthorityOf, which broker check --request shares), for the
+// requester f. ruled is f with how far the rules believed its agent name.
+func (b *Broker) recordedAuthority(req wire.Request, f from) (d decision.Decision, ruled from, decided bool) {
+	rd, d, decided := RecordedAuthorityOf(b.Policy, &req, b.LegacyBashDisplayMatch, f.uid)
+	f.trust = rd.AgentTrust
+	return d, f, decided
 }

@@ -85,14 +85,14 @@ func (b *Broker) takeAhead(waiting *names, stop <-chan struct{}, done chan<- str
 // and answering cannot, and a legitimate request behind the flood's files
 // is read, decided and answered while the flood's wait.
 func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
-	id, data, o := b.readRequest(name)
+	id, data, f, o := b.readRequest(name)
 	if data == nil {
 		return o, "", nil
 	}
 	if key, ok := wire.PeekRequester(data); ok && key != "" && b.fair.readAhead(key, len(data)) {
-		return queued, key, b.intakeLater(ctx, name, id, data)
+		return queued, key, b.intakeLater(ctx, name, id, data, f)
 	}
-	return b.intakeRead(ctx, name, id, data)
+	return b.intakeRead(ctx, name, id, data, f)
 }
 
 // intakeLater is the job of a file read ahead: intake in the requester's
@@ -102,10 +102,10 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 // The key the turn was taken under is the one peeked; the request decoded
 // may claim another (only a writer that is that requester can make them
 // differ), whose bound its ask then counts in.
-func (b *Broker) intakeLater(ctx context.Context, name, id string, data []byte) job {
+func (b *Broker) intakeLater(ctx context.Context, name, id string, data []byte, f from) job {
 	return func() {
 		n := len(data)
-		o, _, j := b.intakeRead(ctx, name, id, data) // data is consumed
+		o, _, j := b.intakeRead(ctx, name, id, data, f) // data is consumed
 		b.fair.aheadDone(n)
 		if j == nil {
 			b.release(name, o)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/seed6639df8c/courier/decision"
-	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/wire"
 )
@@ -20,7 +19,7 @@ import (
 // answerJob writes d, already decided, when its requester's turn comes,
 // unless the child gave up meanwhile (its request is gone): a flood whose
 // requests are withdrawn costs a look each, not an answer each.
-func (b *Broker) answerJob(name string, req wire.Request, d decision.Decision, digest string, ruled bool) job {
+func (b *Broker) answerJob(name string, req wire.Request, d decision.Decision, digest string, ruled bool, f from) job {
 	return func() {
 		path := b.requestPath(name)
 		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
@@ -28,7 +27,7 @@ func (b *Broker) answerJob(name string, req wire.Request, d decision.Decision, d
 			b.release(name, dropped)
 			return
 		}
-		b.release(name, b.answer(req, path, d, digest, ruled))
+		b.release(name, b.answer(req, path, d, digest, ruled, f))
 	}
 }
 
@@ -36,13 +35,13 @@ func (b *Broker) answerJob(name string, req wire.Request, d decision.Decision, d
 // when its requester's turn comes: never a user's denial, never silence.
 // The first refusal of a burst is told to the operator; each refused ask
 // has its own denied entry with the reason.
-func (b *Broker) refuseJob(name string, req wire.Request, digest, why string, first bool) job {
+func (b *Broker) refuseJob(name string, req wire.Request, digest, why string, first bool, f from) job {
 	if first {
-		p := parties(&req)
+		p := f.parties(parties(&req))
 		b.log(reviewlog.ForwardingWarningEntry{Message: "asks past a bound are answered unavailable until some of those waiting conclude: " + why, RequestID: reviewlog.Str(req.ID), Parties: &p, RequestPath: b.requestPath(name)})
 		b.report(fmt.Errorf("session %q: %s; answering its asks unavailable until some of those waiting conclude", req.RequesterSessionID, why))
 	}
-	return b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false)
+	return b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false, f)
 }
 
 // escalateJob starts the escalation of an ask admitted within the bounds
@@ -62,8 +61,8 @@ func (b *Broker) escalateJob(x *escalation) job {
 				b.fair.conclude(x.key)
 				return
 			}
-			if d, decided := b.recordedAuthority(req); decided {
-				b.release(x.name, b.answer(compact(req), b.requestPath(x.name), d, x.digest, true))
+			if d, ruled, decided := b.recordedAuthority(req, x.from); decided {
+				b.release(x.name, b.answer(compact(req), b.requestPath(x.name), d, x.digest, true, ruled))
 				b.fair.conclude(x.key)
 				return
 			}
@@ -90,7 +89,7 @@ func (b *Broker) escalateJob(x *escalation) job {
 //     not what is there, and a refusal is never an allow.
 func (b *Broker) reread(x *escalation) (req wire.Request, ok bool) {
 	id, path := x.req().ID, b.requestPath(x.name)
-	data, err := mailbox.ReadFileInto(path, readBuffer)
+	data, f, err := b.readRequestFile(path)
 	defer releaseRead(data) // what is decoded from it is a copy
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -107,19 +106,22 @@ func (b *Broker) reread(x *escalation) (req wire.Request, ok bool) {
 		return req, false
 	}
 	digest := wire.RequestDigest(data)
-	if digest == x.digest {
+	// The same bytes from another requester (a file removed and written
+	// again by another member of the ask group) are not what was
+	// admitted either.
+	if digest == x.digest && f.uid == x.from.uid {
 		if req, _, err = wire.DecodeRequest(data); err == nil && req.ID == id {
 			return req, true
 		}
 	}
-	p := parties(x.req())
+	p := f.parties(parties(x.req()))
 	b.log(reviewlog.ForwardingWarningEntry{
 		Message:   "a request was rewritten while it waited for its turn; refusing it",
 		RequestID: reviewlog.Str(id), Parties: &p, RequestPath: path, Error: err,
 	})
 	b.report(fmt.Errorf("request %s: its file changed while it waited for its turn; refusing it", id))
 	why := fmt.Sprintf("courier: request %s was rewritten while it waited for its turn; this one was not decided (write a new request with an id of its own)", id)
-	b.release(x.name, b.answer(*x.req(), path, decision.NobodyAnswered(why), digest, false))
+	b.release(x.name, b.answer(*x.req(), path, decision.NobodyAnswered(why), digest, false, f))
 	return req, false
 }
 
@@ -133,8 +135,8 @@ func (b *Broker) concludeLater(x *escalation, d decision.Decision) {
 // answer is finish, noting which request bytes the id was answered for,
 // so that a different request reusing the id is told apart from the same
 // request delivered again (reused).
-func (b *Broker) answer(req wire.Request, path string, d decision.Decision, digest string, ruled bool) outcome {
-	o := b.finish(req, path, d, digest, ruled)
+func (b *Broker) answer(req wire.Request, path string, d decision.Decision, digest string, ruled bool, f from) outcome {
+	o := b.finish(req, path, d, digest, ruled, f)
 	b.mu.Lock()
 	_, unwritten := b.unwritten[req.ID]
 	if _, ok := b.answered[req.ID]; ok && !unwritten {
@@ -175,16 +177,16 @@ func (b *Broker) answeredWith(id, digest string) bool {
 // what it reads; a refusal is never an allow. (Across a restart nothing
 // remembers the id, and answeredOnDisk lets the new request be decided on
 // its own.)
-func (b *Broker) reused(req wire.Request, name, digest string) (outcome, string, job) {
+func (b *Broker) reused(req wire.Request, name, digest string, f from) (outcome, string, job) {
 	path := b.requestPath(name)
-	p := parties(&req)
+	p := f.parties(parties(&req))
 	b.log(reviewlog.ForwardingWarningEntry{
 		Message:   "a request reused the id of a different request answered in this session; refusing it",
 		RequestID: reviewlog.Str(req.ID), Parties: &p, RequestPath: path,
 	})
 	b.report(fmt.Errorf("request %s: its id was already answered in this session for different request bytes; refusing it", req.ID))
 	why := fmt.Sprintf("courier: request id %s was already answered in this session for a different request; this one was not decided (each request needs an id of its own)", req.ID)
-	return queued, requesterKey(&req), b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false)
+	return queued, requesterKey(&req), b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false, f)
 }
 
 // compact is what answering a request decided without a grant needs of

@@ -23,7 +23,9 @@ type Ask struct {
 	// for asks that carry access facts, never for the next ask of a 20.x
 	// child, which will not carry them either: the terminal should not
 	// offer the whole-session scope for it, or should say what it will
-	// do. (A subagent-scope grant is the child's to record, not ours.)
+	// do. (A subagent-scope grant is the child's to record, not ours,
+	// except in the isolation mode, where the broker vouches for it:
+	// vouch.go.)
 	Resolution rules.Resolution
 	// Grants are the whole-session grants "yes, for this session" would
 	// record: the child's suggestions that the broker admitted (each
@@ -31,6 +33,16 @@ type Ask struct {
 	// suggestion for it). The terminal shows every one of them in full;
 	// nil offers no whole-session scope.
 	Grants []wire.SuggestedGrant
+	// Isolated says the broker serves in the isolation mode, where
+	// RequesterUID is who asked as the transport vouches for it: the uid
+	// that owns the request file (only the kernel set it), and
+	// RequesterUser its login name ("" when none resolves). In the
+	// same-uid mode every request file is the broker's own user's, and
+	// the requester is only what it claims. Resolution.AgentTrust says
+	// how far its agent name was believed.
+	Isolated      bool
+	RequesterUID  int
+	RequesterUser string
 }
 
 // Terminal decides the asks that neither the rules nor the chain decided:

@@ -11,8 +11,8 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 )
 
-const grantsUsage = `usage: broker grants list --session ID [--root DIR] [--json]
-       broker grants revoke --session ID [--root DIR] (PATTERN | --all) [--surface S]
+const grantsUsage = `usage: broker grants list --session ID [--root DIR] [--vouched-uid UID] [--json]
+       broker grants revoke --session ID [--root DIR] [--vouched-uid UID] (PATTERN | --all) [--surface S]
 
 Shows and takes back the whole-session grants of session ID: what the
 operator answered "yes, for the whole session" at the broker's prompt. The
@@ -30,6 +30,15 @@ A broker serving the session takes a revoke in within about a second, and
 says so on stderr and in its review log; a broker that is not running
 reads the journal when it starts. A pattern that matches no grant is an
 error that lists the grants there are.
+
+With --vouched-uid UID (a uid or a user name), the grants are those the
+broker vouched for a child in the isolation mode (broker serve
+--ask-group): what the operator answered "yes, for this subagent only" to
+an ask of the user UID, kept by the broker in
+<root>/courier/vouched/<UID>/<session>.json, and --session ID is that
+child's (the requesting) session. Only the broker's user (the root's
+owner) may revoke them: run it as that user (sudo -u USER broker grants
+revoke ...); a journal it did not write is refused.
 
 The mailbox root is --root, else $PI_CODING_AGENT_DIR (default ~/.pi/agent)
 + /sessions/permission-forwarding, as for broker serve.
@@ -63,8 +72,9 @@ func grantsFlagSet(name string, stderr io.Writer) (fs *flag.FlagSet, journal fun
 	fs = flag.NewFlagSet("broker grants "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, grantsUsage+"\nFlags of broker grants "+name+":\n"); fs.PrintDefaults() }
-	session := fs.String("session", "", "the serving session whose grants these are (required)")
+	session := fs.String("session", "", "the serving session whose grants these are (required); with --vouched-uid, the requesting child's session")
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	vouchedUID := fs.String("vouched-uid", "", "the isolation mode: the grants the broker vouched for the children of this user (a uid or a name), not the serving session's")
 	return fs, func() (*grants.Journal, error) {
 		if *session == "" {
 			return nil, errors.New("--session ID is required: the serving session whose grants these are")
@@ -72,6 +82,9 @@ func grantsFlagSet(name string, stderr io.Writer) (fs *flag.FlagSet, journal fun
 		rootDir, err := mailbox.ResolveRoot(*root)
 		if err != nil {
 			return nil, err
+		}
+		if *vouchedUID != "" {
+			return openVouched(rootDir, *vouchedUID, *session, name == "revoke")
 		}
 		return grants.Open(mailbox.Layout{Root: rootDir}, grants.Broker, *session)
 	}

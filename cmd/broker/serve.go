@@ -84,14 +84,15 @@ Exit status: 0 after a clean stop, 2 for a usage or configuration error
 file others could write is refused with its path and mode; a --root that
 cannot be created is named), 1 if serving failed or another broker
 serves the session.
-
-Flags:
 `
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); printVisibleDefaults(fs) }
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage, isolationUsage, "\nFlags:\n")
+		printVisibleDefaults(fs)
+	}
 	session := fs.String("session", "", "the serving session id (required)")
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
 	configPath := fs.String("config", "", "rules config (pi's permission format); default the embedded defaults")
@@ -104,6 +105,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	maxPendingPer := fs.Int("max-pending-per-requester", serve.DefaultMaxPendingPerRequester, "asks of one requesting session that may wait for the chain or the terminal; past it an ask is answered unavailable at once (0: no bound)")
 	maxPending := fs.Int("max-pending", serve.DefaultMaxPending, "asks of all sessions that may wait for the chain or the terminal (0: no bound)")
 	verbose := fs.Bool("verbose", false, "print the plugin host's diagnostic log (plugin starts and failures, go-plugin's debug lines, what plugins print) on stderr; without it, its Info and above go to the review log as "+plugins.LogEvent+" entries")
+	askGroup := fs.String("ask-group", "", "the isolation mode: the broker runs as its own user, and members of this group (a name or a numeric gid) ask as theirs; see the isolation mode above and docs/THREAT-MODEL.md")
 	notifyCmd := fs.String("notify-cmd", "", "with --terminal tty: a command run when asks arrive (at most once a second), the ask in its environment (COURIER_ASK_SUMMARY, …); split into words without a shell")
 	// Hidden: for courier-bench and anyone profiling the serve loop; not
 	// an operator's flag, so the usage does not list it.
@@ -126,7 +128,16 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return serveError(stderr, "%v", err)
 	}
 	layout := mailbox.Layout{Root: rootDir}
-	if err := checkTree(rootDir); err != nil {
+	mode := ""
+	if *askGroup != "" {
+		iso, group, err := isolation(*askGroup)
+		if err != nil {
+			return serveError(stderr, "%v", err)
+		}
+		layout.Isolation = iso
+		mode = fmt.Sprintf("isolation: broker uid %d, ask group %s (gid %d)", iso.BrokerUID, group, iso.GID)
+	}
+	if err := checkTree(layout); err != nil {
 		return serveError(stderr, "refusing to serve: %v", err)
 	}
 	cfg, err := rules.Load(*configPath)
@@ -173,6 +184,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if err := layout.PrepareRoot(); err != nil {
 		return serveError(stderr, "%v", err)
+	}
+	if layout.Isolated() {
+		if err := layout.PrepareIsolated(); err != nil {
+			return serveError(stderr, "preparing the mailbox for the isolation mode: %v", err)
+		}
+		warnUnreachableRoot(rootDir, layout.Isolation.GID, stderr)
 	}
 	lock, err := layout.LockServing(ctx, *session)
 	if err != nil {
@@ -271,6 +288,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}()
 	}
 	source := cfg.Source
+	if mode != "" {
+		fmt.Fprintf(stderr, "broker: %s\n", mode)
+	}
 	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
 		*session, rootDir, source, policy.Sessions().Len(), links.Len(), kind, logName)
 	if err := b.Run(ctx); err != nil {
@@ -287,12 +307,14 @@ func serveError(stderr io.Writer, format string, args ...any) int {
 }
 
 // checkTree refuses a mailbox tree that others could write to (they could
-// plant answers); a root that does not exist yet is fine.
-func checkTree(root string) error {
-	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
+// plant answers), by the layout's mode (in the isolation mode only the
+// sticky request drops of the ask group are group-writable); a root that
+// does not exist yet is fine.
+func checkTree(layout mailbox.Layout) error {
+	if _, err := os.Lstat(layout.Root); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return mailbox.CheckTree(root)
+	return layout.CheckTree()
 }
 
 // openReviewLog opens the review log: path, or the default under the agent
