@@ -45,4 +45,15 @@
 // the request is still on disk: the child waits for the broker's answer to
 // be written over it. Once the request is gone (the broker answered) a
 // refusal is final: unavailable, never an approval.
+//
+// # The broker as its own user
+//
+// In the isolation mode (mailbox.Isolation: the Client's Layout has one)
+// an answer is a file the broker's user owns, and nothing else: one of
+// any other uid, the asker's own included, is a refused file as above.
+// The child removes its request but leaves its answer, which only the
+// broker's user may remove; it cannot create an inbox either, so a
+// missing one is a parent that is not serving, at once. Its grants
+// ("this subagent only") are those the broker vouched for its uid, read
+// only (OpenLocalGrants); it records none.
 package forward

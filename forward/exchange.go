@@ -73,8 +73,7 @@ func (x *exchange) open(ctx context.Context) (decision.Decision, bool) {
 		// With PollFirst the wait is armed only if the first look finds
 		// no answer (await), but the inbox is made here all the same, so
 		// that failing to make it is reported as it is without.
-		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "preparing the mailbox", Error: err})
-		return c.abandon(*req, "", fmt.Sprintf(reasonDirsFormat, target)), false
+		return c.abandon(*req, "", c.inboxFailure(req.ID, target, err)), false
 	}
 
 	// Whether the parent binds is read before the request is published (a
@@ -101,9 +100,10 @@ func (x *exchange) close() {
 	}
 }
 
-// write publishes the request in the parent's inbox. It reports whether
-// the request was written; the caller then abandons the ask.
-func (x *exchange) write() bool {
+// write publishes the request in the parent's inbox. It returns why the
+// request was not written, "" when it was; the caller then abandons the
+// ask with that reason.
+func (x *exchange) write() string {
 	c, req, target := x.c, &x.req, x.req.TargetSessionID
 	if c.Log != nil {
 		c.log(reviewlog.ForwardedRequestCreatedEntry{
@@ -114,24 +114,27 @@ func (x *exchange) write() bool {
 	err := c.Layout.WriteRequest(target, req.ID, x.data)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The shared watch found responses/ but requests/ is gone: an
-		// inbox cleaned up under us. Ensure it and retry, as pi does.
-		if err = c.Layout.EnsureInbox(target); err == nil {
-			if x.wait != nil {
-				x.wait.rearm()
-			}
-			err = c.Layout.WriteRequest(target, req.ID, x.data)
+		// inbox cleaned up under us. Ensure it and retry, as pi does
+		// (once: in the isolation mode EnsureInbox only looks, and an
+		// inbox its broker removed is not coming back for this ask).
+		if err = c.Layout.EnsureInbox(target); err != nil {
+			return c.inboxFailure(req.ID, target, err)
 		}
+		if x.wait != nil {
+			x.wait.rearm()
+		}
+		err = c.Layout.WriteRequest(target, req.ID, x.data)
 	}
 	if err != nil {
 		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: ReasonNotWritten, Error: err})
-		return false
+		return ReasonNotWritten
 	}
 	// The shared watch signals what arrives from now on. A file that was
 	// there before the request cannot answer it (a broker answers what it
 	// read); should it be a plant, the watch's rescan finds and refuses it
 	// within RescanInterval, and the broker's answer renamed over it wakes
 	// the wait at once.
-	return true
+	return ""
 }
 
 // await waits for the answer to the written request, until the Timeout,
@@ -355,7 +358,12 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 		resp, dropped, readErr = x.read()
 	}
 	c.discard(reqPath)
-	c.discard(respPath)
+	if !c.Layout.Isolated() {
+		// In the isolation mode responses/ is the broker's, which
+		// removes the answer itself (after the forwarding timeout): the
+		// child could not, and trying would only warn.
+		c.discard(respPath)
+	}
 	// The inbox directories stay: a live broker watches them, and removing
 	// requests/ would cost its next child a re-arm of that watch. pi's
 	// cleanup order applies when the parent is gone (see abandon).
@@ -389,7 +397,10 @@ func (x *exchange) collect(waitAbsent bool) (d decision.Decision, got collected)
 // read reads, decodes and checks the binding of the file at respPath.
 // insisting is asked only about an answer that carries no binding.
 func (x *exchange) read() (wire.Response, []*wire.FieldError, error) {
-	data, err := mailbox.ReadFile(x.respPath)
+	// Only the broker's user writes answers: in the isolation mode a
+	// file another uid owns (the asker's own included) is a plant,
+	// refused as any unsafe file is.
+	data, err := mailbox.ReadFileOf(x.respPath, x.c.Layout.BrokerOwner())
 	if err != nil {
 		return wire.Response{}, nil, err
 	}

@@ -175,8 +175,8 @@ func (c *Client) Forward(ctx context.Context, req wire.Request) decision.Decisio
 		return d
 	}
 	defer x.close()
-	if !x.write() {
-		return x.abandon(ReasonNotWritten)
+	if reason := x.write(); reason != "" {
+		return x.abandon(reason)
 	}
 	return x.await(ctx)
 }

@@ -33,12 +33,25 @@ const childConfig = `{"permission": {"*": "ask"}}`
 // directory. The self-approval guard protects the mailbox here too, so a
 // broad grant can never approve writing into it.
 //
+// In the isolation mode (layout.Isolated) the grants are those the broker
+// vouched for this process's uid (grants.OpenVouched): the broker's user
+// records them before it answers, and the child only reads them, refusing
+// a journal another uid owns (its own included: a subagent that wrote
+// itself "vouched" grants). The child's own journal, which anyone of its
+// uid can write, is not read there at all.
+//
 // A session without a journal has no grants, the common case: its policy
 // is built only when a first grant is recorded, because building it (a
 // config parsed, a guard set up) is a tenth of a millisecond of every
 // child process's start, on the agent's critical path.
 func OpenLocalGrants(layout mailbox.Layout, session, home string) (*LocalGrants, error) {
-	journal, err := grants.Open(layout, grants.Child, session)
+	var journal *grants.Journal
+	var err error
+	if layout.Isolated() {
+		journal, err = grants.OpenVouched(layout, os.Geteuid(), session)
+	} else {
+		journal, err = grants.Open(layout, grants.Child, session)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +97,11 @@ func (g *LocalGrants) Resolve(req wire.Request) (decision.Decision, bool) {
 }
 
 // Record keeps the grants of req when d approved it for this session, at
-// the width the parent chose (proven when it said nothing).
+// the width the parent chose (proven when it said nothing). In the
+// isolation mode it keeps nothing: the broker recorded them in the
+// vouched journal before it answered, and the child may not write there.
 func (g *LocalGrants) Record(req wire.Request, d decision.Decision) error {
-	if g == nil || d.State != decision.StateApprovedForSession || req.SessionApproval == nil {
+	if g == nil || g.layout.Isolated() || d.State != decision.StateApprovedForSession || req.SessionApproval == nil {
 		return nil
 	}
 	if g.policy == nil {

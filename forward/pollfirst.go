@@ -3,7 +3,6 @@ package forward
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -94,8 +93,7 @@ func (x *exchange) arm(ctx context.Context, written bool) (decision.Decision, bo
 	}
 	reason := ReasonNotWritten
 	if ie := (*inboxError)(nil); errors.As(err, &ie) {
-		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "preparing the mailbox", Error: err})
-		reason = fmt.Sprintf(reasonDirsFormat, req.TargetSessionID)
+		reason = c.inboxFailure(req.ID, req.TargetSessionID, ie.err)
 	} else {
 		c.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "watching for the response", Error: err})
 	}

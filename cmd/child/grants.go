@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/seed6639df8c/courier/agenthook"
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/internal/flagargs"
 	"github.com/seed6639df8c/courier/mailbox"
@@ -31,6 +33,15 @@ A pattern that matches no grant is an error that lists the grants there
 are. The session is --session, else $PI_SUBAGENT_SESSION_ID; the mailbox
 root is --root, else $PI_CODING_AGENT_DIR (default ~/.pi/agent) +
 /sessions/permission-forwarding, as for child ask.
+
+When the broker runs as a user of its own (the isolation mode: broker
+serve --ask-group; --broker-user USER or $COURIER_BROKER_USER, else a
+mailbox root another user owns; docs/THREAT-MODEL.md), the broker records
+this session's grants, not the child: list reads the journal it keeps for
+this uid, <root>/courier/vouched/<uid>/<session>.json, and takes it only
+if the broker's user owns it. revoke there is an error (exit 2): the
+child cannot write that journal; the broker's user revokes with
+broker grants revoke --vouched-uid UID --session ME ...
 
 Exit status: 0 done; 2 for a usage or configuration error (no such grant;
 a journal that is unsafe or malformed, named in the message); 1 if the
@@ -66,6 +77,8 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 	fs.Usage = func() { fmt.Fprint(stderr, grantsUsage+"\nFlags of child grants "+cmd+":\n"); fs.PrintDefaults() }
 	session := fs.String("session", getenv("PI_SUBAGENT_SESSION_ID"), "this (child) session's id; default $PI_SUBAGENT_SESSION_ID")
 	root := fs.String("root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	var brokerUser string
+	brokerUserFlag(fs, &brokerUser)
 	asJSON := false
 	var sel grants.Selector
 	if cmd == "list" {
@@ -103,9 +116,21 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fail(err)
 	}
-	journal, err := grants.Open(mailbox.Layout{Root: rootDir}, grants.Child, *session)
+	layout, err := resolveLayout(rootDir, brokerUser, getenv)
 	if err != nil {
 		return fail(err)
+	}
+	var journal *grants.Journal
+	if layout.Isolated() {
+		journal, err = grants.OpenVouched(layout, os.Geteuid(), *session)
+	} else {
+		journal, err = grants.Open(layout, grants.Child, *session)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if layout.Isolated() && cmd == "revoke" {
+		return fail(isolatedRevoke(layout, journal.Path(), *session, positional, sel))
 	}
 	if cmd == "revoke" {
 		removed, err := journal.Revoke(sel)
@@ -129,4 +154,22 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return fail(err)
 	}
 	return 0
+}
+
+// isolatedRevoke is the error of child grants revoke in the isolation
+// mode: the broker's user keeps the session's grants (in journal), and
+// only it can take one back. It says how, with this revoke's selection.
+func isolatedRevoke(layout mailbox.Layout, journal, session string, positional []string, sel grants.Selector) error {
+	euid := os.Geteuid()
+	words := []string{"broker", "grants", "revoke", "--root", layout.Root, "--vouched-uid", fmt.Sprint(euid), "--session", session}
+	if sel.Surface != "" {
+		words = append(words, "--surface", sel.Surface)
+	}
+	if sel.All {
+		words = append(words, "--all")
+	} else if len(positional) == 1 {
+		words = append(words, positional[0])
+	}
+	return fmt.Errorf("the broker runs as its own user (uid %d) and keeps this session's grants in %s, which this child (uid %d) cannot write; revoke them as the broker's user: %s",
+		layout.Isolation.BrokerUID, journal, euid, agenthook.ShellJoin(words...))
 }

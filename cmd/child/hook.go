@@ -42,6 +42,14 @@ and the exit status is 0, so the agent's own flow decides: its prompt, or
 its own deny where nobody can be prompted. --unavailable deny denies
 instead, naming why. The hook never allows on an error.
 
+When the broker runs as a user of its own (the isolation mode: broker
+serve --ask-group; docs/THREAT-MODEL.md), give that user with
+--broker-user or $COURIER_BROKER_USER, so answers, heartbeats and grants
+are taken only from it; without either, a mailbox root owned by another
+user is taken as that mode with its owner as the broker's user. A user
+that does not resolve, or a root it does not own, is a set-up nobody can
+answer through: no decision (exit 0), or a deny with --unavailable deny.
+
 --print-config prints the settings to paste (Claude Code: settings.json;
 Codex: hooks.json) with this binary's absolute path, the flags given, and
 a hook timeout above --timeout. docs/hooks.md has the set-up.
@@ -51,6 +59,7 @@ Exit status: 0 (the answer, if any, is on stdout), 2 for a usage error.
 
 type hookFlags struct {
 	parent, root, logPath, unavailable, main string
+	brokerUser                               string
 	printConfig                              bool
 	timeout                                  time.Duration
 }
@@ -59,6 +68,7 @@ func hookFlagSet(f *hookFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("child hook", flag.ContinueOnError)
 	fs.StringVar(&f.parent, "parent", "", "the broker's session; default $"+agenthook.EnvSession+", else \""+agenthook.DefaultParent+"\"")
 	fs.StringVar(&f.root, "root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	brokerUserFlag(fs, &f.brokerUser)
 	fs.DurationVar(&f.timeout, "timeout", agenthook.DefaultTimeout, "give up (no decision) when no answer arrives within this time")
 	fs.StringVar(&f.unavailable, "unavailable", "none", "when nobody could answer: none (print nothing; the agent decides) or deny")
 	fs.StringVar(&f.main, "main", "skip", "the main agent's asks (no agent_id): skip (left to the agent) or forward")
@@ -130,7 +140,14 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return usageError(stderr, "hook: %v", err)
 	}
-	h := &agenthook.Hook{CLI: cli, Parent: parent, Layout: mailbox.Layout{Root: root}}
+	// A broker's user that does not resolve, or a root it does not own,
+	// is a set-up nobody can answer through: no decision (below), as for
+	// a root that does not exist.
+	layout, layoutErr := resolveLayout(root, f.brokerUser, getenv)
+	if layoutErr != nil {
+		layout = mailbox.Layout{Root: root}
+	}
+	h := &agenthook.Hook{CLI: cli, Parent: parent, Layout: layout}
 	if f.main == "forward" {
 		h.Main = agenthook.MainForward
 	}
@@ -144,7 +161,9 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 		warn(fmt.Errorf("reading the event from stdin: %w", err))
 	}
 	var res agenthook.Result
-	if cerr := h.Layout.CheckRoot(); cerr != nil {
+	if layoutErr != nil {
+		res = h.Unanswered(data, layoutErr.Error())
+	} else if cerr := h.Layout.CheckRoot(); cerr != nil {
 		// No broker serves a root that does not exist: nobody can answer.
 		res = h.Unanswered(data, cerr.Error())
 	} else {

@@ -123,7 +123,7 @@ func cleanEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PI_AGENT_ROUTER_PARENT_SESSION_ID", "PI_SUBAGENT_PARENT_SESSION", "PI_SUBAGENT_SESSION_ID", "PI_CODING_AGENT_DIR", "COURIER_SESSION", runMainEnv:
+		case "PI_AGENT_ROUTER_PARENT_SESSION_ID", "PI_SUBAGENT_PARENT_SESSION", "PI_SUBAGENT_SESSION_ID", "PI_CODING_AGENT_DIR", "COURIER_SESSION", envBrokerUser, runMainEnv:
 			continue
 		}
 		env = append(env, kv)

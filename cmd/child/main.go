@@ -76,6 +76,15 @@ no heartbeat (pi 20.x). An unavailable answer from a parent that is not
 serving is followed on stderr by where the child looked: the mailbox root
 and the heartbeat file.
 
+When the broker runs as a user of its own (the isolation mode: broker
+serve --ask-group; docs/THREAT-MODEL.md), give that user with
+--broker-user or $COURIER_BROKER_USER: the child then takes answers,
+heartbeats and its grants only from that user, and refuses a mailbox root
+another user owns (exit 2, naming the root, its owner and the user
+expected). Without either, a root owned by another user is taken as that
+mode with its owner as the broker's user. In that mode only the broker
+creates a session's inbox: a missing one is "not serving".
+
 Exit status: 0 allowed, 1 denied, 3 unavailable (nobody could answer),
 2 usage or configuration error.
 `
@@ -109,6 +118,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type askFlags struct {
 	parent, session, agent, surface, value, tool string
 	root, cwd, boundary, floor, logPath          string
+	brokerUser                                   string
 	timeout, pollInterval                        time.Duration
 	noHeartbeat                                  bool
 	watch                                        mailbox.WatchMode
@@ -160,6 +170,7 @@ func askFlagSet(f *askFlags, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&f.floor, "floor", "", "synthetic floor sentinel, e.g. <opaque-bash-wrapper>: a rule allow still asks")
 	fs.Var(&f.grants, "grant", "suggested session grant surface:pattern (repeatable); default derived from the ask")
 	fs.StringVar(&f.root, "root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
+	brokerUserFlag(fs, &f.brokerUser)
 	fs.StringVar(&f.cwd, "cwd", "", "requester working directory; default the current directory")
 	fs.DurationVar(&f.timeout, "timeout", forward.DefaultTimeout, "give up when no answer arrives within this time")
 	fs.BoolVar(&f.noHeartbeat, "no-heartbeat", false, "do not give up on a parent without a heartbeat (pi 20.x parents write none)")
@@ -200,7 +211,10 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err != nil {
 		return usageError(stderr, "%v", err)
 	}
-	layout := mailbox.Layout{Root: root}
+	layout, err := resolveLayout(root, f.brokerUser, getenv)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
 	if err := layout.CheckRoot(); err != nil {
 		return usageError(stderr, "%v", err)
 	}
