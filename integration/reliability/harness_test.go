@@ -37,6 +37,7 @@ func TestReliability(t *testing.T) {
 	t.Run("resource_faults", s.resourceFaults)
 	t.Run("watcher_faults", s.watcherFaults)
 	t.Run("plugin_faults", s.pluginFaults)
+	t.Run("isolation", s.isolation)
 }
 
 // suite is what every campaign shares.
