@@ -96,12 +96,16 @@ func (l Layout) mailFileMode() fs.FileMode {
 	return fileMode
 }
 
-// DetectIsolation is a child's view of the tree at root: same uid when
-// the root is its own (or missing); the isolation mode with the root's
-// owner as the broker's uid when another user owns it. brokerUID >= 0 pins
-// the broker's user (a child's --broker-user): a root owned by anyone
-// else is refused, so a tree swapped under a path the subagent controls
-// cannot lower the mode to same-uid.
+// DetectIsolation is a child's view of the tree at root. brokerUID < 0
+// (no --broker-user) is the same-uid mode, for a root of this user or a
+// missing one; a root another user owns is then refused with an error
+// wrapping ErrIsolation that names the owner and says how to pin it. A
+// child never takes a root's owner as its broker on its own: a root in a
+// directory others can create names in (/tmp, /dev/shm) may be anyone's,
+// and one under a path the subagent controls could be swapped to lower
+// the mode. brokerUID >= 0 pins the broker's user (a child's
+// --broker-user): the isolation mode, and a root anyone else owns is
+// refused.
 func DetectIsolation(root string, brokerUID int) (*Isolation, error) {
 	var st unix.Stat_t
 	err := unix.Stat(root, &st)
@@ -115,10 +119,12 @@ func DetectIsolation(root string, brokerUID int) (*Isolation, error) {
 	}
 	owner := int(st.Uid)
 	switch {
-	case brokerUID >= 0 && owner != brokerUID:
-		return nil, fmt.Errorf("%w: mailbox root %s is owned by uid %d, expected the broker's user (uid %d)", ErrIsolation, root, owner, brokerUID)
 	case brokerUID < 0 && owner == processEUID:
 		return nil, nil
+	case brokerUID < 0:
+		return nil, fmt.Errorf("%w: mailbox root %s is owned by uid %d, not by this user (uid %d): if the broker runs as that user, name it with --broker-user %d or $COURIER_BROKER_USER; a child trusts no other user's answers unless told to", ErrIsolation, root, owner, processEUID, owner)
+	case owner != brokerUID:
+		return nil, fmt.Errorf("%w: mailbox root %s is owned by uid %d, expected the broker's user (uid %d)", ErrIsolation, root, owner, brokerUID)
 	}
 	return &Isolation{BrokerUID: owner, GID: -1}, nil
 }

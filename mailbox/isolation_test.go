@@ -225,7 +225,7 @@ func TestDetectIsolation(t *testing.T) {
 	}{
 		{"own root", mine, -1, -1, false},
 		{"missing root", filepath.Join(dir, "none"), -1, -1, false},
-		{"root of another user", theirs, -1, 61001, false},
+		{"root of another user, not pinned", theirs, -1, 0, true},
 		{"pinned and matching", theirs, 61001, 61001, false},
 		{"pinned, root of another user", theirs, 61009, 0, true},
 		{"pinned, own root (a tree swapped under the child)", mine, 61001, 0, true},

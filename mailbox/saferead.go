@@ -332,8 +332,15 @@ func checkTree(dir string, iso *Isolation) error {
 			problems = append(problems, refuse(path, ErrWrongOwner, "uid %d, expected %d", st.Uid, euid))
 		}
 		if iso != nil {
-			if err := (Layout{Root: filepath.Clean(dir), Isolation: iso}).checkIsoDir(path, &st); err != nil {
+			l := Layout{Root: filepath.Clean(dir), Isolation: iso}
+			if err := l.checkIsoDir(path, &st); err != nil {
 				problems = append(problems, err)
+			}
+			if l.isDropDir(path) {
+				// What the ask group drops in tmp/ or requests/ is
+				// not the tree; its readers refuse it by type. Judged
+				// here, one child's mkdir would stop the broker.
+				return nil
 			}
 		} else if perm := st.Mode & 0o777; perm&0o022 != 0 {
 			problems = append(problems, refuse(path, ErrWritableByOthers, "mode %#o", perm))

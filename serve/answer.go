@@ -17,6 +17,10 @@ import (
 type unwrittenAnswer struct {
 	d      decision.Decision
 	digest string
+	// uid owned the request file decided (NoUID in the same-uid mode):
+	// the same bytes from another member of the ask group are another
+	// requester's.
+	uid int
 }
 
 // answeredAt is one entry of Broker.answeredOrder.
@@ -63,7 +67,7 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 		// Keep the request; the next attempt rewrites this decision
 		// instead of asking again.
 		b.mu.Lock()
-		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest}
+		b.unwritten[req.ID] = unwrittenAnswer{d: d, digest: digest, uid: f.uid}
 		b.mu.Unlock()
 		b.logRuled(ruled, req, path, digest, d, asked, f)
 		b.log(reviewlog.ForwardingErrorEntry{RequestID: reviewlog.Str(req.ID), Message: "Failed to write forwarded permission response", ResponsePath: respPath, Error: err})

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +83,9 @@ type fairQueue struct {
 	turn []*requester
 	// asks is the asks admitted and not yet concluded, in all.
 	asks int
+	// byUID counts the asks admitted and not yet concluded of each uid
+	// in the isolation mode (keys scoped "uid:N/…"; see uidScope).
+	byUID map[string]int
 	// refusingAll says asks were refused for the bound in all since none
 	// last waited, so that only the first refusal of a burst is reported.
 	refusingAll bool
@@ -319,14 +323,24 @@ func (q *fairQueue) crowded() bool {
 // in words for the child, and whether this is the first refusal of the
 // burst: since key (or, for the bound in all, anyone) last had no ask
 // waiting.
+//
+// In the isolation mode one uid may hold at most half the bound in all
+// (uidShare): a member of the ask group that claims a new session id per
+// ask passes every per-session bound, and would otherwise fill the bound
+// in all, so that every other user's asks were answered unavailable.
 func (q *fairQueue) admit(key string, perRequester, all int) (refused string, first bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := q.get(key)
+	uid := uidScope(key)
 	switch {
 	case perRequester > 0 && r.asks >= perRequester:
 		first, r.refusing = !r.refusing, true
 		return fmt.Sprintf("courier: %d asks from this session are already waiting; this one was not queued", r.asks), first
+	case uid != "" && all > 0 && q.byUID[uid] >= uidShare(all):
+		first, r.refusing = !r.refusing, true
+		q.forget(r)
+		return fmt.Sprintf("courier: %d asks from this user are already waiting; this one was not queued", q.byUID[uid]), first
 	case all > 0 && q.asks >= all:
 		first, q.refusingAll = !q.refusingAll, true
 		q.forget(r)
@@ -334,7 +348,29 @@ func (q *fairQueue) admit(key string, perRequester, all int) (refused string, fi
 	}
 	r.asks++
 	q.asks++
+	if uid != "" {
+		if q.byUID == nil {
+			q.byUID = make(map[string]int)
+		}
+		q.byUID[uid]++
+	}
 	return "", false
+}
+
+// uidShare is how many of the asks in all one uid may hold: half, and
+// at least one.
+func uidShare(all int) int { return max(all/2, 1) }
+
+// uidScope is the "uid:N" scope of a requester key of the isolation mode
+// (from.scope), "" for a key of the same-uid mode.
+func uidScope(key string) string {
+	if !strings.HasPrefix(key, "uid:") {
+		return ""
+	}
+	if i := strings.IndexByte(key, '/'); i > 0 {
+		return key[:i]
+	}
+	return ""
 }
 
 // conclude counts one ask of key no longer waiting.
@@ -343,6 +379,11 @@ func (q *fairQueue) conclude(key string) {
 	if r := q.byKey[key]; r != nil && r.asks > 0 {
 		r.asks--
 		q.asks--
+		if uid := uidScope(key); uid != "" {
+			if q.byUID[uid]--; q.byUID[uid] <= 0 {
+				delete(q.byUID, uid)
+			}
+		}
 		if r.asks == 0 {
 			r.refusing = false
 		}

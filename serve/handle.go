@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/seed6639df8c/courier/decision"
@@ -97,6 +98,12 @@ func (b *Broker) readRequest(name string) (id string, data []byte, f from, o out
 		return "", nil, f, dropped
 	case isUnsafe(err):
 		return "", nil, f, b.reject(path, "not a plain file this broker may read", err)
+	case b.Layout.Isolated() && (errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EAGAIN)):
+		// Another uid's file that its owner made unreadable: mode 0000,
+		// or a write lease (F_SETLEASE), which fails our non-blocking
+		// open for as long as the owner takes it again. Trying again at
+		// each rescan would log without end.
+		return "", nil, f, b.reject(path, "its owner made it unreadable to the broker", err)
 	case err != nil:
 		// EACCES, EMFILE...: keep the request and try again on a rescan.
 		b.log(reviewlog.ForwardingErrorEntry{Message: "Failed to read forwarded permission request", RequestPath: path, Error: err})
@@ -163,7 +170,13 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte, f
 	// (up to a megabyte) are kept by nothing that waits, and req holds no
 	// message or payload.
 	digest := wire.RequestDigest(data)
-	key := requesterKey(&req)
+	key := f.key(&req)
+	if unwritten && (u.digest != digest || u.uid != f.uid) {
+		// Rewritten since it was decided (its writer alone may): the
+		// kept decision, and the grants it records, were made on other
+		// bytes, which are all the operator was shown.
+		return b.reused(req, name, digest, f)
+	}
 	if unwritten {
 		// The kept decision may record a whole-session grant again:
 		// what that needs is kept (slim, not compact).

@@ -186,7 +186,7 @@ func (b *Broker) reused(req wire.Request, name, digest string, f from) (outcome,
 	})
 	b.report(fmt.Errorf("request %s: its id was already answered in this session for different request bytes; refusing it", req.ID))
 	why := fmt.Sprintf("courier: request id %s was already answered in this session for a different request; this one was not decided (each request needs an id of its own)", req.ID)
-	return queued, requesterKey(&req), b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false, f)
+	return queued, f.key(&req), b.answerJob(name, compact(req), decision.NobodyAnswered(why), digest, false, f)
 }
 
 // compact is what answering a request decided without a grant needs of

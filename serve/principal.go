@@ -7,6 +7,7 @@ import (
 
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
+	"github.com/seed6639df8c/courier/wire"
 )
 
 // NoUID is the requester uid where the transport vouches for none: the
@@ -38,6 +39,21 @@ func (f from) query(q rules.Query) rules.Query {
 		q.Isolated, q.UID = true, f.uid
 	}
 	return q
+}
+
+// key is whose turn f's request takes and whose bounds it counts in
+// (requesterKey), scoped by scope.
+func (f from) key(req *wire.Request) string { return f.scope(requesterKey(req)) }
+
+// scope is a requester key within f's uid in the isolation mode, so that
+// another member of the ask group claiming a session id neither uses up
+// that session's bound nor shares its turns; the key as it is in the
+// same-uid mode, where every request is one uid's.
+func (f from) scope(key string) string {
+	if f.uid < 0 {
+		return key
+	}
+	return "uid:" + strconv.Itoa(f.uid) + "/" + key
 }
 
 // parties is p with what the broker knows of the requester beyond what

@@ -37,7 +37,7 @@ Then the broker, as its user (sudo -u courier broker serve ...):
 
 and each child as its own user, with the same root and the broker's user
 (--broker-user courier, or COURIER_BROKER_USER=courier; without either a
-child takes the root's owner for the broker's user):
+child refuses a root another user owns):
 
   child ask --root /var/lib/courier/mailbox --broker-user courier ...
 

@@ -46,7 +46,8 @@ When the broker runs as a user of its own (the isolation mode: broker
 serve --ask-group; docs/THREAT-MODEL.md), give that user with
 --broker-user or $COURIER_BROKER_USER, so answers, heartbeats and grants
 are taken only from it; without either, a mailbox root owned by another
-user is taken as that mode with its owner as the broker's user. A user
+user is refused (a child never takes a root's owner as its broker unless
+told to). A user
 that does not resolve, or a root it does not own, is a set-up nobody can
 answer through: no decision (exit 0), or a deny with --unavailable deny.
 

@@ -18,7 +18,7 @@ const envBrokerUser = "COURIER_BROKER_USER"
 const brokerUserHelp = "the broker's user (a name or a uid) when the broker runs as a user of its own " +
 	"(the isolation mode: broker serve --ask-group; docs/THREAT-MODEL.md): answers, heartbeats and grants are " +
 	"taken only from that user, and a mailbox root another user owns is refused; " +
-	"default $" + envBrokerUser + ", else the root's owner when that is another user (a root of this user is the same-uid mode)"
+	"default $" + envBrokerUser + "; without either, the same-uid mode: a root of this user (a root another user owns is refused, never taken as that user's broker)"
 
 // brokerUserFlag declares --broker-user into fs.
 func brokerUserFlag(fs *flag.FlagSet, dst *string) {
@@ -55,8 +55,9 @@ func lookupUID(name string) (int, error) {
 
 // resolveLayout is the mailbox at root as this child must read it: the
 // isolation mode when the broker runs as another user (--broker-user,
-// given as flagValue, else $COURIER_BROKER_USER, else the root's owner
-// when that is not this user), the same-uid mode otherwise. The error,
+// given as flagValue, else $COURIER_BROKER_USER), the same-uid mode
+// otherwise, where a root another user owns is refused: a child never
+// takes a root's owner as its broker unless told to. The error,
 // for a user that does not resolve or a root the broker's user does not
 // own, names the root, the owner found and the one expected.
 func resolveLayout(root, flagValue string, getenv func(string) string) (mailbox.Layout, error) {
@@ -82,12 +83,8 @@ func resolveLayout(root, flagValue string, getenv func(string) string) (mailbox.
 	}
 	// The broker as this very user is the same-uid mode: the root must
 	// be this user's (or missing, to be created as pi's children do).
-	iso, err := mailbox.DetectIsolation(root, -1)
-	if err == nil && iso != nil {
-		err = fmt.Errorf("%w: mailbox root %s is owned by uid %d, expected the broker's user (uid %d, this process's own)", mailbox.ErrIsolation, root, iso.BrokerUID, uid)
-	}
-	if err != nil {
-		return mailbox.Layout{}, fmt.Errorf("%s %q (uid %d): %w", source, brokerUser, uid, err)
+	if _, err := mailbox.DetectIsolation(root, -1); err != nil {
+		return mailbox.Layout{}, fmt.Errorf("%s %q (uid %d, this process's own): %w", source, brokerUser, uid, err)
 	}
 	return mailbox.Layout{Root: root}, nil
 }

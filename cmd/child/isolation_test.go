@@ -71,9 +71,10 @@ func env(kv ...string) func(string) string {
 
 const hookEvent = `{"session_id": "b648dec7", "cwd": "/work/proj", "agent_id": "a8f2c355829900d95", "agent_type": "general-purpose", "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "git status --short"}}`
 
-// A child finds the isolation mode by the root's owner, or is told the
-// broker's user (--broker-user, else $COURIER_BROKER_USER): a root another
-// user owns is then refused, naming the root, its owner and the user
+// A child is told the broker's user (--broker-user, else
+// $COURIER_BROKER_USER); without either a root another user owns is
+// refused, never taken as that user's broker (a root in /tmp or /dev/shm
+// may be anyone's). Told, a root another user owns is then refused, naming the root, its owner and the user
 // expected, so a tree swapped under the child's path cannot pass for the
 // broker's. child ask refuses as a configuration error (exit 2); child hook
 // as a set-up nobody can answer through (no decision, exit 0; a deny with
@@ -94,16 +95,17 @@ func TestBrokerUser(t *testing.T) {
 		wantOut  string   // in stdout; "" is no output
 		want     []string // in stderr, {root} replaced
 	}{
-		{"ask, the root's owner", ask, nil, "", exitUnavailable, `"unavailable":true`, notServing},
+		{"ask, the root's owner, not pinned", ask, nil, "", exitUsage, "", []string{"mailbox root {root} is owned by uid 61001, not by this user", "--broker-user 61001"}},
 		{"ask, --broker-user by uid", append(ask, "--broker-user", "61001"), nil, "", exitUnavailable, `"unavailable":true`, notServing},
 		{"ask, --broker-user of another user", append(ask, "--broker-user", "61002"), nil, "", exitUsage, "", append(mismatch, "--broker-user")},
 		{"ask, $COURIER_BROKER_USER of another user", ask, []string{envBrokerUser + "=61002"}, "", exitUsage, "", append(mismatch, "$"+envBrokerUser)},
 		{"ask, --broker-user wins over the environment", append(ask, "--broker-user", "61001"), []string{envBrokerUser + "=61002"}, "", exitUnavailable, `"unavailable":true`, notServing},
-		{"ask, this process's own user by name", append(ask, "--broker-user", "root"), nil, "", exitUsage, "", []string{"mailbox root {root} is owned by uid 61001", "uid 0, this process's own"}},
+		{"ask, this process's own user by name", append(ask, "--broker-user", "root"), nil, "", exitUsage, "", []string{"mailbox root {root} is owned by uid 61001", "this process's own"}},
 		{"ask, no such user", append(ask, "--broker-user", "courier-no-such-user"), nil, "", exitUsage, "", []string{`no user "courier-no-such-user"`}},
 		{"hook, --broker-user of another user", append(hook, "--broker-user", "61002"), nil, hookEvent, 0, "", append(mismatch, "no decision")},
 		{"hook, --broker-user of another user, deny", append(hook, "--broker-user", "61002", "--unavailable", "deny"), nil, hookEvent, 0, `"behavior":"deny"`, mismatch},
-		{"hook, the root's owner", hook, nil, hookEvent, 0, "", []string{"is not serving", "no decision"}},
+		{"hook, the root's owner, not pinned", hook, nil, hookEvent, 0, "", []string{"is owned by uid 61001, not by this user", "no decision"}},
+		{"hook, --broker-user by uid", append(hook, "--broker-user", "61001"), nil, hookEvent, 0, "", []string{"is not serving", "no decision"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,7 +176,7 @@ func TestGrantsIsolated(t *testing.T) {
 			root := isolatedRoot(t)
 			vouch(t, root, tt.owner)
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append(append([]string{"grants"}, tt.args...), "--root", root, "--session", "s"), env(), nil, &stdout, &stderr)
+			code := run(context.Background(), append(append([]string{"grants"}, tt.args...), "--root", root, "--session", "s", "--broker-user", "61001"), env(), nil, &stdout, &stderr)
 			if code != tt.wantExit {
 				t.Errorf("exit %d, want %d; stderr: %s", code, tt.wantExit, stderr.String())
 			}

@@ -81,8 +81,9 @@ serve --ask-group; docs/THREAT-MODEL.md), give that user with
 --broker-user or $COURIER_BROKER_USER: the child then takes answers,
 heartbeats and its grants only from that user, and refuses a mailbox root
 another user owns (exit 2, naming the root, its owner and the user
-expected). Without either, a root owned by another user is taken as that
-mode with its owner as the broker's user. In that mode only the broker
+expected). Without either, a root owned by another user is refused the
+same way: a child never takes a root's owner as its broker unless told
+to. In that mode only the broker
 creates a session's inbox: a missing one is "not serving".
 
 Exit status: 0 allowed, 1 denied, 3 unavailable (nobody could answer),
