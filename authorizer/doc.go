@@ -19,9 +19,12 @@
 // [Evidence] field by field: the request id, the display surface and
 // value, the source, the prompt message and payload, the forwarding
 // provenance (the requesting agent and session), the child-fixed access
-// facts ([AccessFacts]) and the suggested session grants
-// ([SuggestedGrant]). The requester's working directory and principal are
-// withheld unless the operator disclosed them to that link ([Disclosure]).
+// facts ([AccessFacts]), the suggested session grants
+// ([SuggestedGrant]) and, on a bash ask, the complete input and the units
+// that asked as two facts ([BashInput], from structured fields only,
+// never the message). The requester's working directory and principal,
+// and the serving session's conversation ([Conversation]), are withheld
+// unless the operator disclosed them to that link ([Disclosure]).
 // Because the projection copies named fields rather than whole structs, a
 // field added to the wire types reaches no authorizer until someone
 // decides it should; evidence_test.go fails until the new field is
@@ -45,7 +48,12 @@
 //     decides. Only an allow or a deny decides the ask.
 //   - Explain a deny in its [Verdict.Reason]: the child agent reads it, so
 //     it should say what was refused and what to do instead. The broker
-//     cleans it ([CleanReason]) and cuts it to [MaxReasonRunes].
+//     cleans it ([CleanReason]) and cuts it to [MaxReasonRunes]. A defer
+//     may say why too, with a stable [Verdict.Code]; both reach the
+//     review log only, with the link's [Meta], cleaned and bounded
+//     ([CleanCode], [CleanMeta]).
+//   - Not allow a bash ask on [Evidence.Value] alone when [Evidence.Bash]
+//     is nil: the display value may be only the unit that asked.
 //   - Return an error, not a guess, when it cannot judge, and return by
 //     the deadline of its context. Any kind other than the three
 //     [VerdictKind] values is an invalid answer ([ErrInvalidVerdict]).

@@ -40,6 +40,56 @@ type Evidence struct {
 	// Principal is the child session and agent the ask is scoped to, nil
 	// unless the operator disclosed it to this authorizer.
 	Principal *Principal
+	// Bash is the complete bash input and the units that asked, as two
+	// labelled facts; nil unless the ask is a bash ask whose complete input
+	// the child fixed structurally (see [BashInput]).
+	Bash *BashInput
+	// Conversation is the serving session's user-intent text, nil unless
+	// the operator disclosed it to this authorizer and the broker has some.
+	Conversation *Conversation
+}
+
+// BashInput is what a bash ask runs, as the child fixed it: the complete
+// input and the units of it that asked. A judge needs both: a unit alone
+// hides the chain it runs in (`npm test && git push --force`), and the
+// complete input alone hides which part the rules could not allow.
+//
+// Complete comes from the child's structured fields only, never from its
+// prose message: a message is free text a child may word as it likes, and
+// authorization must not rest on parsing it.
+type BashInput struct {
+	// Complete is the whole bash input the agent asked to run.
+	Complete string
+	// Triggering is the commands of the units that asked (the child's
+	// askingUnits), in the child's order; empty, never nil, when the child
+	// sent none.
+	Triggering []string
+}
+
+// Conversation is the user-intent evidence of the serving session: the
+// text of its user and assistant turns, newest kept within the operator's
+// budget. It is the serving session's conversation, never the child's.
+type Conversation struct {
+	// Forwarded is true when the ask came from a child session other than
+	// the serving one: the conversation is then the serving root's intent,
+	// not the child's own reasoning. Every ask through the mailbox is
+	// forwarded.
+	Forwarded bool
+	// RequesterAgent is the requesting agent's name, for a forwarded ask.
+	RequesterAgent string
+	// Items are the turns, oldest first.
+	Items []ConversationItem
+}
+
+// ConversationItem is one turn of the serving session's conversation.
+type ConversationItem struct {
+	// Role is "user" or "assistant".
+	Role string
+	// Text is the turn's text.
+	Text string
+	// Derived marks a compaction summary: text a model derived from the
+	// conversation, not the user's words, so it is untrusted evidence.
+	Derived bool
 }
 
 // Forwarding is the forwarding provenance of an ask: the requesting
@@ -100,18 +150,34 @@ type Disclosure struct {
 	Cwd bool
 	// Principal discloses accessIntent.principal.
 	Principal bool
+	// Conversation discloses the serving session's user-intent text (the
+	// broker's --intent transcript): the most sensitive evidence a link can
+	// get, so it is never disclosed by default.
+	Conversation bool
 }
 
 // Project builds the evidence one link sees of req, field by field. The
 // requester's working directory and principal are included only as d
 // discloses them; the target session, the creation time and the child's
 // process id are never included. Project copies every slice, so no link
-// can alter another's evidence or the request.
+// can alter another's evidence or the request. It never includes a
+// conversation: [ProjectWithConversation] does, for the broker.
 //
 // Every field of wire.Request and the types under it is classified in
 // evidence_test.go as projected, disclosed or withheld; adding a field
 // there fails the tests until it is classified.
 func Project(req wire.Request, d Disclosure) Evidence {
+	return ProjectWithConversation(req, d, nil)
+}
+
+// ProjectWithConversation is [Project] with the serving session's
+// conversation: when d discloses it, conversation is called (once) and
+// its items become the evidence's [Conversation], labelled forwarded with
+// the requester's agent name (every request through the mailbox comes
+// from a child session). A nil conversation, a nil result or one without
+// items leaves Evidence.Conversation nil: a link is never told of an
+// empty conversation as though the user had said nothing.
+func ProjectWithConversation(req wire.Request, d Disclosure, conversation func() *Conversation) Evidence {
 	ev := Evidence{
 		RequestID: req.ID,
 		Source:    string(req.Source),
@@ -138,6 +204,16 @@ func Project(req wire.Request, d Disclosure) Evidence {
 		}
 		if d.Principal {
 			ev.Principal = &Principal{SessionID: ai.Principal.SessionID, AgentName: ai.Principal.AgentName}
+		}
+	}
+	ev.Bash = projectBash(req)
+	if d.Conversation && conversation != nil {
+		if c := conversation(); c != nil && len(c.Items) > 0 {
+			ev.Conversation = &Conversation{
+				Forwarded:      true,
+				RequesterAgent: req.RequesterAgentName,
+				Items:          slices.Clone(c.Items),
+			}
 		}
 	}
 	return ev

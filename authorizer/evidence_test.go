@@ -176,3 +176,37 @@ func TestProjectAbsentParts(t *testing.T) {
 		t.Errorf("empty cwd disclosed as %q", *ev.RequesterCwd)
 	}
 }
+
+// evidenceSources says where each field of Evidence comes from. A field
+// added to Evidence fails TestEvidenceFieldsHaveSources until it is
+// listed here, and so until someone has said what a link learns from it.
+var evidenceSources = map[string]string{
+	"RequestID":       "Request.ID",
+	"Source":          "Request.Source",
+	"Surface":         "Request.Surface",
+	"Value":           "Request.Value",
+	"Message":         "Request.Message",
+	"Forwarding":      "Request.RequesterAgentName, Request.RequesterSessionID",
+	"Access":          "Request.AccessIntent without RequesterCwd and Principal",
+	"SessionApproval": "Request.SessionApproval.Grants",
+	"Payload":         "Request.Payload",
+	"RequesterCwd":    "AccessIntent.RequesterCwd, disclosed",
+	"Principal":       "AccessIntent.Principal, disclosed",
+	"Bash":            "Request.Value or the payload's full command evidence, and AccessIntent.AskingUnits (projectBash)",
+	"Conversation":    "the broker's --intent transcript, disclosed; provenance from Request.RequesterAgentName",
+}
+
+func TestEvidenceFieldsHaveSources(t *testing.T) {
+	seen := map[string]bool{}
+	for f := range reflect.TypeFor[Evidence]().Fields() {
+		seen[f.Name] = true
+		if evidenceSources[f.Name] == "" {
+			t.Errorf("Evidence.%s has no source in evidenceSources: say what it is projected from", f.Name)
+		}
+	}
+	for name := range evidenceSources {
+		if !seen[name] {
+			t.Errorf("evidenceSources lists %s, which Evidence does not have", name)
+		}
+	}
+}

@@ -75,6 +75,9 @@ type Chain struct {
 	log     *reviewlog.Log
 	logger  zerolog.Logger
 	now     func() time.Time
+	// conversation supplies the serving session's user intent to links
+	// that disclose it; nil means the broker has none.
+	conversation func() *authorizer.Conversation
 
 	shadowCtx    context.Context
 	cancelShadow context.CancelFunc
@@ -92,6 +95,17 @@ func WithLogger(l zerolog.Logger) Option { return func(c *Chain) { c.logger = l 
 
 // WithClock replaces time.Now for latency measurements, for tests.
 func WithClock(now func() time.Time) Option { return func(c *Chain) { c.now = now } }
+
+// WithConversation sets where the serving session's conversation comes
+// from (the broker's --intent transcript). The chain calls it at most once
+// per ask, and only when some link the ask reaches discloses
+// "conversation", so an ask no such link sees costs no read of the
+// transcript; every link of one ask sees the same snapshot. It must be
+// safe for concurrent use and return promptly: it runs on the ask's path.
+// nil (the default) means no link ever gets a conversation.
+func WithConversation(f func() *authorizer.Conversation) Option {
+	return func(c *Chain) { c.conversation = f }
+}
 
 // New builds a chain of members in the given order, which is config order
 // and decides. log may be nil (no review log).
@@ -153,20 +167,41 @@ func (c *Chain) Resolve(ctx context.Context, req wire.Request) (decision.Decisio
 	}
 	c.write(reviewlog.ChainResolvedEntry{RequestID: req.ID, Links: orEmpty(enforcing), ShadowLinks: shadows})
 
+	conv := c.snapshot()
 	for _, m := range c.members {
 		if m.Mode == Shadow {
-			c.startShadow(m, req)
+			c.startShadow(m, req, conv)
 		}
 	}
 	for _, m := range c.members {
 		if m.Mode == Shadow {
 			continue
 		}
-		if d, ok := c.consult(ctx, m, req); ok {
+		if d, ok := c.consult(ctx, m, req, conv); ok {
 			return d, true
 		}
 	}
 	return decision.Decision{}, false
+}
+
+// snapshot returns the conversation provider of one ask: the chain's,
+// called at most once however many links disclose it, or nil. A provider
+// that panics gives no conversation: it may be called first on a shadow
+// link's goroutine, where nothing else would recover, and a transcript
+// the broker cannot read must not take the broker down.
+func (c *Chain) snapshot() func() *authorizer.Conversation {
+	if c.conversation == nil {
+		return nil
+	}
+	return sync.OnceValue(func() (conv *authorizer.Conversation) {
+		defer func() {
+			if r := recover(); r != nil {
+				c.logger.Error().Interface("panic", r).Msg("reading the serving session's conversation failed; links get none")
+				conv = nil
+			}
+		}()
+		return c.conversation()
+	})
 }
 
 // outcome is one consultation of one link, after the failure policy and
@@ -177,11 +212,17 @@ type outcome struct {
 	err     error              // why it could not judge
 	capped  bool               // the envelope turned an allow into a defer
 	latency time.Duration      // the call's wall time
+	// code, reason and meta are what the link said of its verdict,
+	// cleaned and bounded, for the review log: the reason of a deny or a
+	// defer (an allow's is dropped), the code and the metadata of any
+	// answer, even one the envelope capped.
+	code, reason string
+	meta         authorizer.Meta
 }
 
 // ask calls one link and applies its failure policy and the envelope.
-func (c *Chain) ask(ctx context.Context, m Member, req wire.Request) outcome {
-	ev := authorizer.Project(req, m.Disclose)
+func (c *Chain) ask(ctx context.Context, m Member, req wire.Request, conv func() *authorizer.Conversation) outcome {
+	ev := authorizer.ProjectWithConversation(req, m.Disclose, conv)
 	start := c.now()
 	v, err := m.Link.Authorize(ctx, ev)
 	o := outcome{raw: v, err: err, latency: c.now().Sub(start)}
@@ -193,19 +234,24 @@ func (c *Chain) ask(ctx context.Context, m Member, req wire.Request) outcome {
 		o.verdict = failureVerdict(m, o.err)
 		return o
 	}
-	if v.Kind == authorizer.Deny {
-		v.Reason = authorizer.CleanReason(v.Reason)
-	} else {
-		v.Reason = ""
+	o.code, o.meta = authorizer.CleanCode(v.Code), authorizer.CleanMeta(v.Meta)
+	if v.Kind != authorizer.Allow {
+		o.reason = authorizer.CleanReason(v.Reason)
 	}
-	o.verdict, o.capped = authorizer.Envelope(v, ev)
+	// The verdict that counts carries a deny's reason only: a defer's
+	// reason is for the trail, never for the child.
+	counted := authorizer.Verdict{Kind: v.Kind}
+	if v.Kind == authorizer.Deny {
+		counted.Reason = o.reason
+	}
+	o.verdict, o.capped = authorizer.Envelope(counted, ev)
 	return o
 }
 
 // consult asks one enforcing link and logs its verdict; ok reports that the
 // link decided.
-func (c *Chain) consult(ctx context.Context, m Member, req wire.Request) (decision.Decision, bool) {
-	o := c.ask(ctx, m, req)
+func (c *Chain) consult(ctx context.Context, m Member, req wire.Request, conv func() *authorizer.Conversation) (decision.Decision, bool) {
+	o := c.ask(ctx, m, req, conv)
 	name := m.Link.Name()
 	c.write(linkEntry(req.ID, name, o))
 	if o.err != nil {
@@ -232,7 +278,7 @@ func (c *Chain) consult(ctx context.Context, m Member, req wire.Request) (decisi
 // chain's own context, not the ask's, so a decision made early does not
 // cut the shadow call short; the link's timeout bounds it, and Close
 // cancels it.
-func (c *Chain) startShadow(m Member, req wire.Request) {
+func (c *Chain) startShadow(m Member, req wire.Request, conv func() *authorizer.Conversation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -241,21 +287,32 @@ func (c *Chain) startShadow(m Member, req wire.Request) {
 	c.shadow.Add(1)
 	go func() {
 		defer c.shadow.Done()
-		o := c.ask(c.shadowCtx, m, req)
+		o := c.ask(c.shadowCtx, m, req, conv)
 		c.write(reviewlog.LinkShadowEntry(linkEntry(req.ID, m.Link.Name(), o)))
 	}()
 }
 
-// linkEntry is the review entry of one consultation.
+// linkEntry is the review entry of one consultation. It holds the
+// link's code, reason and metadata as cleaned, and never any of the
+// evidence (the conversation above all).
 func linkEntry(requestID, name string, o outcome) reviewlog.LinkVerdictEntry {
 	e := reviewlog.LinkVerdictEntry{
-		RequestID: requestID,
-		Name:      name,
-		Verdict:   o.verdict.Kind.String(),
-		LatencyMs: float64(o.latency.Microseconds()) / 1000,
+		RequestID:      requestID,
+		Name:           name,
+		Verdict:        o.verdict.Kind.String(),
+		LatencyMs:      float64(o.latency.Microseconds()) / 1000,
+		Code:           o.code,
+		Model:          o.meta.Model,
+		PromptVersion:  o.meta.PromptVersion,
+		InputTokens:    o.meta.InputTokens,
+		OutputTokens:   o.meta.OutputTokens,
+		ModelLatencyMs: o.meta.LatencyMs,
 	}
-	if o.verdict.Kind == authorizer.Deny {
+	switch {
+	case o.verdict.Kind == authorizer.Deny && o.err != nil:
 		e.Reason = o.verdict.Reason
+	case o.err == nil:
+		e.Reason = o.reason
 	}
 	if o.capped {
 		e.Capped, e.LinkVerdict = true, authorizer.Allow.String()

@@ -15,11 +15,16 @@
 // # What the chain enforces
 //
 //   - Each link gets its own projection of the request:
-//     [authorizer.Project] with that member's [authorizer.Disclosure].
+//     [authorizer.ProjectWithConversation] with that member's
+//     [authorizer.Disclosure]. The serving session's conversation
+//     ([WithConversation]) is read once per ask, and only when a link the
+//     ask reaches discloses it.
 //   - Every verdict passes through the delegation envelope
 //     ([authorizer.Envelope]), which caps an allow to defer on path and
-//     external_directory asks; every deny reason is cleaned
-//     ([authorizer.CleanReason]).
+//     external_directory asks; every deny or defer reason is cleaned
+//     ([authorizer.CleanReason]), and a link's code and metadata too
+//     ([authorizer.CleanCode], [authorizer.CleanMeta]). Only a deny's
+//     reason reaches the child.
 //   - A link that fails (an error, an invalid verdict, a timeout, a
 //     crashed or disabled plugin) yields its member's failure verdict,
 //     deny or defer, never allow. A failure that denies is decided by
@@ -33,7 +38,9 @@
 //
 // Before any link runs, Resolve writes authorizer_chain_resolved
 // {requestId, links}; then one authorizer_link.verdict entry per
-// consulted link, with its latency; the decision it returns names the
+// consulted link, with its latency and the link's code, reason and
+// metadata (never its evidence, never the conversation); the decision it
+// returns names the
 // deciding link in decidedBy {kind: "authorizer", name, verdict, reason}.
 // The serve loop writes the terminal entry.
 //

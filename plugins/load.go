@@ -39,6 +39,10 @@ type Options struct {
 	// confine.Main). nil runs them as before: their own process group
 	// and, on Linux, a parent-death signal, nothing more.
 	Confinement *confine.Plan
+	// Conversation supplies the serving session's user-intent text to
+	// the links that disclose "conversation" (chain.WithConversation);
+	// nil means none.
+	Conversation func() *authorizer.Conversation
 }
 
 func (o Options) logger() zerolog.Logger {
@@ -118,7 +122,7 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // returned chain to stop the plugins.
 func Load(ctx context.Context, links []rules.AuthorizerLink, log *reviewlog.Log, opts Options) (*chain.Chain, []error) {
 	members, problems := loadMembers(ctx, links, log, opts)
-	return chain.New(log, members, chain.WithLogger(opts.logger())), problems
+	return chain.New(log, members, chain.WithLogger(opts.logger()), chain.WithConversation(opts.Conversation)), problems
 }
 
 // loadMembers is Load without building the chain.
@@ -133,7 +137,7 @@ func loadMembers(ctx context.Context, links []rules.AuthorizerLink, log *reviewl
 	for i, spec := range links {
 		m := chain.Member{
 			Mode:      chain.Enforce,
-			Disclose:  authorizer.Disclosure{Cwd: spec.DiscloseCwd, Principal: spec.DisclosePrincipal},
+			Disclose:  authorizer.Disclosure{Cwd: spec.DiscloseCwd, Principal: spec.DisclosePrincipal, Conversation: spec.DiscloseConversation},
 			OnFailure: authorizer.Deny,
 		}
 		if spec.Mode == rules.LinkShadow {

@@ -1,5 +1,7 @@
 package reviewlog
 
+import "strconv"
+
 // The entries of the authorizer chain (packages chain, plugins and
 // relay). Each type's comment is its event's documentation; the keys are
 // listed as the line holds them.
@@ -38,19 +40,34 @@ type ChainDelegatedEntry struct {
 // answered on one ask, in consultation order, so a deferring link leaves
 // a trace too. courier's addition.
 //
-// Keys: capped (only when true), error (only when Error is set), failure
-// (only when set), latencyMs, linkVerdict (only when set), name, reason,
-// requestId, verdict.
+// Keys: capped (only when true), code (only when set), error (only when
+// Error is set), failure (only when set), inputTok (only when not 0),
+// latencyMs, linkVerdict (only when set), model (only when set),
+// modelLatencyMs (only when not 0), name, outputTok (only when not 0),
+// promptVersion (only when set), reason, requestId, verdict.
+//
+// The token counts are inputTok and outputTok, not …Tokens: a key naming
+// a token is masked as a secret (IsSensitiveKey).
 type LinkVerdictEntry struct {
 	RequestID string
 	// Name is the link's.
 	Name string
 	// Verdict is the verdict that counted: allow, deny or defer.
 	Verdict string
-	// Reason is a deny's reason; "" writes null.
+	// Reason is a deny's or a defer's reason; "" writes null.
 	Reason string
-	// LatencyMs is the call's wall time in milliseconds.
+	// LatencyMs is the call's wall time in milliseconds, as the broker
+	// measured it.
 	LatencyMs float64
+	// Code is the link's stable code for its verdict (authorizer.CleanCode).
+	Code string
+	// Model, PromptVersion, InputTokens, OutputTokens and ModelLatencyMs
+	// are what the link reported of how it judged (authorizer.CleanMeta):
+	// the model, its prompt's version, the tokens spent and the model
+	// call's own latency in milliseconds.
+	Model, PromptVersion      string
+	InputTokens, OutputTokens int64
+	ModelLatencyMs            int64
 	// Capped is set when the delegation envelope turned the link's allow
 	// into a defer, and LinkVerdict then says what the link answered
 	// ("allow").
@@ -105,11 +122,17 @@ func (e LinkVerdictEntry) appendDetails(d details) {
 	if e.Capped {
 		d.boolean("capped", true)
 	}
+	d.strIfSet("code", e.Code)
 	d.errText("error", e.Error)
 	d.strIfSet("failure", e.Failure)
+	d.int64IfSet("inputTok", e.InputTokens)
 	d.float("latencyMs", e.LatencyMs)
 	d.strIfSet("linkVerdict", e.LinkVerdict)
+	d.strIfSet("model", e.Model)
+	d.int64IfSet("modelLatencyMs", e.ModelLatencyMs)
 	d.str("name", e.Name)
+	d.int64IfSet("outputTok", e.OutputTokens)
+	d.strIfSet("promptVersion", e.PromptVersion)
 	d.strOrNull("reason", e.Reason)
 	d.str(KeyRequestID, e.RequestID)
 	d.str("verdict", e.Verdict)
@@ -121,4 +144,13 @@ func (e LinkDisabledEntry) appendDetails(d details) {
 	d.errText("error", e.Error)
 	d.str("name", e.Name)
 	d.str("path", e.Path)
+}
+
+// int64IfSet appends n when it is not 0, and nothing otherwise.
+func (d details) int64IfSet(key string, n int64) {
+	if n != 0 {
+		start := len(d.r.buf)
+		d.r.buf = strconv.AppendInt(d.r.buf, n, 10)
+		d.done(key, start)
+	}
 }

@@ -133,6 +133,10 @@ func entryCases(f facts, by json.Marshaler) []entryCase {
 			map[string]any{"requestId": id, "name": f("link"), "verdict": "deny", "reason": f("reason"), "latencyMs": 1e21, "failure": "timed out", "error": fail.Error()}},
 		{"link_verdict_nan", LinkVerdictEntry{RequestID: id, Name: f("link"), Verdict: "allow", LatencyMs: math.NaN()},
 			map[string]any{"requestId": id, "name": f("link"), "verdict": "allow", "reason": nil, "latencyMs": math.NaN()}},
+		{"link_verdict_notes", LinkVerdictEntry{RequestID: id, Name: f("link"), Verdict: "defer", Reason: f("reason"), LatencyMs: 1.5,
+			Code: "missing_cwd", Model: f("model"), PromptVersion: f("prompt"), InputTokens: 812, OutputTokens: 1 << 40, ModelLatencyMs: 930},
+			map[string]any{"requestId": id, "name": f("link"), "verdict": "defer", "reason": f("reason"), "latencyMs": 1.5,
+				"code": "missing_cwd", "model": f("model"), "promptVersion": f("prompt"), "inputTok": int64(812), "outputTok": int64(1 << 40), "modelLatencyMs": int64(930)}},
 		{"link_disabled", LinkDisabledEntry{Name: f("link"), Path: path, Error: fail}, map[string]any{"name": f("link"), "path": path, "error": fail.Error()}},
 
 		{"warning", ForwardingWarningEntry{Message: f("message")}, map[string]any{"message": f("message")}},

@@ -28,7 +28,7 @@ func TestAuthorizerChainParsed(t *testing.T) {
 			Name: "judge.v2", Path: "/opt/courier/judge",
 			SHA256:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 			Timeout: DefaultLinkTimeout, OnFailure: LinkFailDefer, Mode: LinkShadow,
-			DiscloseCwd: true, DisclosePrincipal: true, Network: true, At: "config.json:7:5",
+			DiscloseCwd: true, DisclosePrincipal: true, DiscloseConversation: true, Network: true, At: "config.json:7:5",
 		},
 	}
 	if !reflect.DeepEqual(cfg.AuthorizerChain, want) {
@@ -48,7 +48,7 @@ func TestAuthorizerChainDefaults(t *testing.T) {
 	}
 	l := cfg.AuthorizerChain[0]
 	if l.Timeout != DefaultLinkTimeout || l.OnFailure != LinkFailDeny || l.Mode != LinkEnforce ||
-		l.DiscloseCwd || l.DisclosePrincipal || l.Network || l.Args != nil {
+		l.DiscloseCwd || l.DisclosePrincipal || l.DiscloseConversation || l.Network || l.Args != nil {
 		t.Errorf("defaults = %+v: want 5s, deny on failure, enforce, nothing disclosed, no network", l)
 	}
 }

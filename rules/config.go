@@ -99,6 +99,10 @@ type AuthorizerLink struct {
 	// "principal"]`: requester identity this link may see.
 	DiscloseCwd       bool
 	DisclosePrincipal bool
+	// DiscloseConversation is `disclose: ["conversation"]`: the serving
+	// session's user-intent text (broker serve --intent), when the broker
+	// has some.
+	DiscloseConversation bool
 	// Network is `network: true`: the plugin keeps the network (a judge
 	// that calls a model does). By default a link runs without one where
 	// the machine can take it away (a network namespace, Landlock).

@@ -141,7 +141,7 @@ func (p *parser) authorizerLink(path string, v strictjson.Value) (AuthorizerLink
 			}
 		case "disclose":
 			if v.Kind() != strictjson.KindArray {
-				fail(v.Offset(), kp, `expected an array of "cwd" and "principal", got `+describe(v))
+				fail(v.Offset(), kp, `expected an array of "cwd", "principal" and "conversation", got `+describe(v))
 				p.skip(kp, v)
 				return
 			}
@@ -155,8 +155,10 @@ func (p *parser) authorizerLink(path string, v strictjson.Value) (AuthorizerLink
 					link.DiscloseCwd = true
 				case isStr && s == "principal":
 					link.DisclosePrincipal = true
+				case isStr && s == "conversation":
+					link.DiscloseConversation = true
 				default:
-					fail(item.Offset(), ip, `expected "cwd" or "principal", got `+describe(item))
+					fail(item.Offset(), ip, `expected "cwd", "principal" or "conversation", got `+describe(item))
 				}
 			}
 		case "network":

@@ -47,7 +47,10 @@ func EncodeEvidence(ev authorizer.Evidence) *pb.Evidence {
 		}
 		out.SessionApproval = sa
 	}
-	if ev.RequesterCwd != nil || ev.Principal != nil {
+	if b := ev.Bash; b != nil {
+		out.Bash = &pb.BashInput{Complete: validUTF8(b.Complete), Triggering: validUTF8s(b.Triggering)}
+	}
+	if ev.RequesterCwd != nil || ev.Principal != nil || ev.Conversation != nil {
 		d := &pb.Disclosure{}
 		if ev.RequesterCwd != nil {
 			cwd := validUTF8(*ev.RequesterCwd)
@@ -55,6 +58,13 @@ func EncodeEvidence(ev authorizer.Evidence) *pb.Evidence {
 		}
 		if p := ev.Principal; p != nil {
 			d.Principal = &pb.Principal{SessionId: validUTF8(p.SessionID), AgentName: validUTF8(p.AgentName)}
+		}
+		if c := ev.Conversation; c != nil {
+			conv := &pb.Conversation{Forwarded: c.Forwarded, RequesterAgent: validUTF8(c.RequesterAgent)}
+			for _, it := range c.Items {
+				conv.Items = append(conv.Items, &pb.ConversationItem{Role: validUTF8(it.Role), Text: validUTF8(it.Text), Derived: it.Derived})
+			}
+			d.Conversation = conv
 		}
 		out.Disclosure = d
 	}
@@ -97,6 +107,11 @@ func DecodeEvidence(in *pb.Evidence) authorizer.Evidence {
 	for _, g := range in.GetSessionApproval().GetGrants() {
 		ev.SessionApproval = append(ev.SessionApproval, authorizer.SuggestedGrant{Surface: g.GetSurface(), Pattern: g.GetPattern()})
 	}
+	if b := in.GetBash(); b != nil {
+		// Triggering is never nil: "no unit asked" reads as an empty
+		// list, as the broker's own Evidence has it.
+		ev.Bash = &authorizer.BashInput{Complete: b.GetComplete(), Triggering: append([]string{}, b.GetTriggering()...)}
+	}
 	if d := in.GetDisclosure(); d != nil {
 		if d.RequesterCwd != nil {
 			cwd := d.GetRequesterCwd()
@@ -104,6 +119,13 @@ func DecodeEvidence(in *pb.Evidence) authorizer.Evidence {
 		}
 		if p := d.GetPrincipal(); p != nil {
 			ev.Principal = &authorizer.Principal{SessionID: p.GetSessionId(), AgentName: p.GetAgentName()}
+		}
+		if c := d.GetConversation(); c != nil {
+			conv := &authorizer.Conversation{Forwarded: c.GetForwarded(), RequesterAgent: c.GetRequesterAgent()}
+			for _, it := range c.GetItems() {
+				conv.Items = append(conv.Items, authorizer.ConversationItem{Role: it.GetRole(), Text: it.GetText(), Derived: it.GetDerived()})
+			}
+			ev.Conversation = conv
 		}
 	}
 	return ev

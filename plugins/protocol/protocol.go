@@ -183,32 +183,53 @@ func (s *server) Health(ctx context.Context, _ *pb.HealthRequest) (*pb.HealthRes
 	return &pb.HealthResponse{}, nil
 }
 
-// EncodeVerdict is v on the wire. A Kind outside the three is sent as
-// VERDICT_UNSPECIFIED, which the broker refuses.
+// EncodeVerdict is v on the wire: its kind, the reason of a deny or a
+// defer, its code and its metadata (an allow's reason is not sent). A Kind
+// outside the three is sent as VERDICT_UNSPECIFIED, which the broker
+// refuses. Strings are sent as valid UTF-8, as protobuf requires, so a
+// model's stray bytes cannot make the call fail.
 func EncodeVerdict(v authorizer.Verdict) *pb.AuthorizeResponse {
+	out := &pb.AuthorizeResponse{Code: validUTF8(v.Code)}
+	if v.Meta != (authorizer.Meta{}) {
+		out.Meta = &pb.Meta{
+			Model: validUTF8(v.Meta.Model), PromptVersion: validUTF8(v.Meta.PromptVersion),
+			InputTokens: v.Meta.InputTokens, OutputTokens: v.Meta.OutputTokens, LatencyMs: v.Meta.LatencyMs,
+		}
+	}
 	switch v.Kind {
 	case authorizer.Allow:
-		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_ALLOW}
+		out.Verdict = pb.Verdict_VERDICT_ALLOW
 	case authorizer.Deny:
-		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_DENY, Reason: v.Reason}
+		out.Verdict, out.Reason = pb.Verdict_VERDICT_DENY, validUTF8(v.Reason)
 	case authorizer.Defer:
-		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_DEFER}
+		out.Verdict, out.Reason = pb.Verdict_VERDICT_DEFER, validUTF8(v.Reason)
+	default:
+		return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_UNSPECIFIED}
 	}
-	return &pb.AuthorizeResponse{Verdict: pb.Verdict_VERDICT_UNSPECIFIED}
+	return out
 }
 
 // DecodeVerdict reads a plugin's answer. VERDICT_UNSPECIFIED, an unknown
 // value or a nil response is an error wrapping authorizer.ErrInvalidVerdict.
-// The reason is passed on raw; the chain cleans it.
+// The reason, code and metadata are passed on raw; the chain cleans and
+// bounds them (authorizer.CleanReason, CleanCode, CleanMeta).
 func DecodeVerdict(resp *pb.AuthorizeResponse) (authorizer.Verdict, error) {
-	switch v := resp.GetVerdict(); v {
-	case pb.Verdict_VERDICT_ALLOW:
-		return authorizer.Verdict{Kind: authorizer.Allow}, nil
-	case pb.Verdict_VERDICT_DENY:
-		return authorizer.Verdict{Kind: authorizer.Deny, Reason: resp.GetReason()}, nil
-	case pb.Verdict_VERDICT_DEFER:
-		return authorizer.Verdict{Kind: authorizer.Defer}, nil
-	default:
-		return authorizer.Verdict{}, fmt.Errorf("%w: %d", authorizer.ErrInvalidVerdict, int32(v))
+	v := authorizer.Verdict{Code: resp.GetCode()}
+	if m := resp.GetMeta(); m != nil {
+		v.Meta = authorizer.Meta{
+			Model: m.GetModel(), PromptVersion: m.GetPromptVersion(),
+			InputTokens: m.GetInputTokens(), OutputTokens: m.GetOutputTokens(), LatencyMs: m.GetLatencyMs(),
+		}
 	}
+	switch k := resp.GetVerdict(); k {
+	case pb.Verdict_VERDICT_ALLOW:
+		v.Kind = authorizer.Allow
+	case pb.Verdict_VERDICT_DENY:
+		v.Kind, v.Reason = authorizer.Deny, resp.GetReason()
+	case pb.Verdict_VERDICT_DEFER:
+		v.Kind, v.Reason = authorizer.Defer, resp.GetReason()
+	default:
+		return authorizer.Verdict{}, fmt.Errorf("%w: %d", authorizer.ErrInvalidVerdict, int32(k))
+	}
+	return v, nil
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/seed6639df8c/courier/authorizer"
 	pb "github.com/seed6639df8c/courier/plugins/gen/courier/authorizer/v1"
@@ -28,13 +32,23 @@ func fullEvidence() authorizer.Evidence {
 		Payload:         json.RawMessage(`{"k":1}`),
 		RequesterCwd:    &cwd,
 		Principal:       &authorizer.Principal{SessionID: "child", AgentName: "Explore"},
+		Bash:            &authorizer.BashInput{Complete: "npm test && git push", Triggering: []string{"git push"}},
+		Conversation: &authorizer.Conversation{Forwarded: true, RequesterAgent: "Explore", Items: []authorizer.ConversationItem{
+			{Role: "user", Text: "push the release"}, {Role: "assistant", Text: "summary", Derived: true},
+		}},
 	}
 }
 
 func TestEvidenceRoundTrip(t *testing.T) {
+	noUnits := fullEvidence()
+	noUnits.Bash.Triggering = []string{}
+	noUnits.RequesterCwd, noUnits.Principal = nil, nil
 	for name, ev := range map[string]authorizer.Evidence{
 		"full":    fullEvidence(),
 		"minimal": {RequestID: "r2", Forwarding: authorizer.Forwarding{RequesterAgentName: "a", RequesterSessionID: "s"}},
+		// No unit asked: an empty list, not nil, on both sides; a
+		// conversation is a disclosure of its own.
+		"no units, only the conversation disclosed": noUnits,
 	} {
 		wire, err := proto.Marshal(EncodeEvidence(ev))
 		if err != nil {
@@ -62,11 +76,33 @@ func TestEncodeEvidenceInvalidUTF8(t *testing.T) {
 }
 
 func TestVerdictCoding(t *testing.T) {
-	for _, v := range []authorizer.Verdict{{Kind: authorizer.Allow}, {Kind: authorizer.Deny, Reason: "no"}, {Kind: authorizer.Defer}} {
-		got, err := DecodeVerdict(EncodeVerdict(v))
-		if err != nil || got != v {
-			t.Errorf("%v: %v %v", v, got, err)
+	meta := authorizer.Meta{Model: "claude-x", PromptVersion: "judge-v1", InputTokens: 812, OutputTokens: 40, LatencyMs: 930}
+	for _, v := range []authorizer.Verdict{
+		{Kind: authorizer.Allow}, {Kind: authorizer.Deny, Reason: "no"}, {Kind: authorizer.Defer},
+		{Kind: authorizer.Deny, Reason: "no", Code: "force_push", Meta: meta},
+		{Kind: authorizer.Defer, Reason: "cwd needed", Code: "missing_cwd", Meta: meta},
+		{Kind: authorizer.Allow, Code: "authorized", Meta: meta},
+	} {
+		wire, err := proto.Marshal(EncodeVerdict(v))
+		if err != nil {
+			t.Fatal(err)
 		}
+		var back pb.AuthorizeResponse
+		if err := proto.Unmarshal(wire, &back); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeVerdict(&back)
+		if err != nil || got != v {
+			t.Errorf("%+v: %+v %v", v, got, err)
+		}
+	}
+	// An allow's reason is not sent; a plugin's invalid UTF-8 cannot make
+	// its answer fail to marshal.
+	if got, _ := DecodeVerdict(EncodeVerdict(authorizer.Verdict{Kind: authorizer.Allow, Reason: "x"})); got.Reason != "" {
+		t.Errorf("allow reason sent: %+v", got)
+	}
+	if _, err := proto.Marshal(EncodeVerdict(authorizer.Verdict{Kind: authorizer.Defer, Reason: "\xff", Code: "\xfe", Meta: authorizer.Meta{Model: "\xc3"}})); err != nil {
+		t.Errorf("invalid UTF-8: %v", err)
 	}
 	for _, resp := range []*pb.AuthorizeResponse{nil, {}, {Verdict: 42}, EncodeVerdict(authorizer.Verdict{Kind: 9})} {
 		if _, err := DecodeVerdict(resp); !errors.Is(err, authorizer.ErrInvalidVerdict) {
@@ -138,5 +174,58 @@ func TestGRPCGlue(t *testing.T) {
 	}
 	if err := c.Health(t.Context()); status.Code(err) != codes.Unavailable {
 		t.Errorf("health %v", err)
+	}
+}
+
+// An old plugin's answer (verdict and reason only, as protocol v1 first
+// shipped) reads as before: no code, no metadata.
+func TestOldPluginAnswer(t *testing.T) {
+	var old []byte
+	old = protowire.AppendTag(old, 1, protowire.VarintType)
+	old = protowire.AppendVarint(old, uint64(pb.Verdict_VERDICT_DENY))
+	old = protowire.AppendTag(old, 2, protowire.BytesType)
+	old = protowire.AppendString(old, "use pnpm")
+	var resp pb.AuthorizeResponse
+	if err := proto.Unmarshal(old, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := DecodeVerdict(&resp); err != nil || v != (authorizer.Verdict{Kind: authorizer.Deny, Reason: "use pnpm"}) {
+		t.Errorf("%+v %v", v, err)
+	}
+}
+
+// The fields protocol v1 first shipped keep their numbers and kinds: a
+// plugin built against the first authorizer.proto (the Python example,
+// any third-party plugin) reads every later copy's messages as before and
+// skips what it does not know. Fields are only ever added.
+func TestFirstFieldsKeepTheirNumbers(t *testing.T) {
+	first := map[string]string{
+		"AuthorizeRequest.evidence": "1 message", "AuthorizeResponse.verdict": "1 enum", "AuthorizeResponse.reason": "2 string",
+		"Evidence.request_id": "1 string", "Evidence.source": "2 string", "Evidence.display_surface": "3 string",
+		"Evidence.display_value": "4 string", "Evidence.message": "5 string", "Evidence.forwarding": "6 message",
+		"Evidence.access": "7 message", "Evidence.session_approval": "8 message", "Evidence.payload_json": "9 string",
+		"Evidence.disclosure": "10 message", "Forwarding.requester_agent_name": "1 string", "Forwarding.requester_session_id": "2 string",
+		"AccessFacts.surface": "1 string", "AccessFacts.match_values": "2 string", "AccessFacts.boundary_value": "3 string",
+		"AccessFacts.floor": "4 string", "AccessFacts.asking_units": "5 message", "AskingUnit.command": "1 string",
+		"AskingUnit.floor": "2 string", "SessionApproval.grants": "1 message", "Grant.surface": "1 string", "Grant.pattern": "2 string",
+		"Disclosure.requester_cwd": "1 string", "Disclosure.principal": "2 message", "Principal.session_id": "1 string",
+		"Principal.agent_name": "2 string",
+	}
+	msgs := pb.File_courier_authorizer_v1_authorizer_proto.Messages()
+	for key, want := range first {
+		msgName, field, _ := strings.Cut(key, ".")
+		md := msgs.ByName(protoreflect.Name(msgName))
+		if md == nil {
+			t.Errorf("message %s is gone", msgName)
+			continue
+		}
+		fd := md.Fields().ByName(protoreflect.Name(field))
+		if fd == nil {
+			t.Errorf("%s is gone", key)
+			continue
+		}
+		if got := fmt.Sprintf("%d %s", fd.Number(), fd.Kind()); got != want {
+			t.Errorf("%s is %s, was %s", key, got, want)
+		}
 	}
 }

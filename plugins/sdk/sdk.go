@@ -10,6 +10,22 @@
 // reason, or defer ([authorizer.Verdict]). It may also implement
 // [protocol.Describer] to name itself and [protocol.HealthChecker].
 //
+// # What a judge gets and gives
+//
+// Beside the child-fixed facts, the evidence of a bash ask carries
+// [authorizer.Evidence.Bash]: the complete bash input and the units of it
+// that asked, as two facts; it is nil when the child did not fix the
+// complete input in a structured field (then do not allow on the display
+// value alone: it may be only the unit that asked). With the operator's
+// "disclose": ["conversation"], [authorizer.Evidence.Conversation] holds
+// the serving session's user and assistant text (compaction summaries
+// marked Derived), and says whether the ask was forwarded by a child and
+// by which agent. A verdict may carry a stable [authorizer.Verdict.Code]
+// and a reason for a defer too ([DeferWith], [DenyWith]), and report how
+// it judged in [authorizer.Verdict.Meta] (model, prompt version, tokens,
+// latency): the broker cleans and bounds them and writes them in its
+// review log, never anything of the evidence.
+//
 // # Rules for a plugin binary
 //
 //   - Write nothing to stdout before Serve: the broker reads the first line
@@ -78,3 +94,17 @@ func Deny(reason string) authorizer.Verdict {
 
 // Defer passes the ask on to the next link, then the terminal.
 func Defer() authorizer.Verdict { return authorizer.Verdict{Kind: authorizer.Defer} }
+
+// DenyWith refuses the ask with a stable code for the review log
+// (lower_snake_case, at most 40 bytes, e.g. "force_push") and a reason
+// the child agent reads.
+func DenyWith(code, reason string) authorizer.Verdict {
+	return authorizer.Verdict{Kind: authorizer.Deny, Code: code, Reason: reason}
+}
+
+// DeferWith passes the ask on, saying why in the review log: a stable
+// code (e.g. "not_bash", "missing_cwd") and a short reason. Neither
+// reaches the child.
+func DeferWith(code, reason string) authorizer.Verdict {
+	return authorizer.Verdict{Kind: authorizer.Defer, Code: code, Reason: reason}
+}

@@ -17,6 +17,11 @@
 //	env                  deny, the reason being os.Environ() as JSON
 //	proc                 deny, the reason being {pid, cwd, stdin} as JSON
 //	big                  deny with a 2 MiB reason
+//	notes                defer with a code, a reason and metadata
+//	hostile-notes        defer with a code, a reason and metadata that
+//	                     the broker must clean or drop
+//	…#judged             (a value ending so) deny, the reason being the
+//	                     Bash and Conversation evidence as JSON
 //
 // Anything else defers.
 package main
@@ -39,6 +44,9 @@ import (
 type authz struct{}
 
 func (authz) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.Verdict, error) {
+	if strings.HasSuffix(ev.Value, "#judged") {
+		return jsonDeny(map[string]any{"bash": ev.Bash, "conversation": ev.Conversation})
+	}
 	switch ev.Value {
 	case "allow":
 		return sdk.Allow(), nil
@@ -81,6 +89,18 @@ func (authz) Authorize(ctx context.Context, ev authorizer.Evidence) (authorizer.
 		return jsonDeny(map[string]any{"pid": os.Getpid(), "cwd": cwd, "stdin": readStdin()})
 	case "big":
 		return sdk.Deny(strings.Repeat("b", 2<<20)), nil
+	case "notes":
+		v := sdk.DeferWith("missing_cwd", "the command has relative paths")
+		v.Meta = authorizer.Meta{Model: "claude-x", PromptVersion: "judge-v1", InputTokens: 812, OutputTokens: 40, LatencyMs: 930}
+		return v, nil
+	case "hostile-notes":
+		return authorizer.Verdict{
+			Kind: authorizer.Defer, Code: "has space", Reason: "\x1b[2Jwhy\xff",
+			Meta: authorizer.Meta{
+				Model: "\x1b[31m" + strings.Repeat("M", 10<<10), PromptVersion: "v1\u202e\n",
+				InputTokens: -5, OutputTokens: -1 << 62, LatencyMs: -1,
+			},
+		}, nil
 	}
 	return sdk.Defer(), nil
 }
