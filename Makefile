@@ -37,6 +37,14 @@ FUZZ_TARGETS := \
 	./rules:FuzzDecodeSnapshot \
 	./prompt:FuzzClean \
 	./authorizer:FuzzCleanReason \
+	./authorizer:FuzzProjectBash \
+	./authorizer:FuzzCleanVerdictNotes \
+	./audit:FuzzShadow \
+	./intent:FuzzPi \
+	./intent:FuzzClaudeCode \
+	./intent:FuzzCodex \
+	./intent:FuzzAuto \
+	./plugins/judge:FuzzParseAnswer \
 	./plugins:FuzzPluginOutput \
 	./plugins:FuzzCheckHandshakeLine \
 	./plugins:FuzzPinInConfig
@@ -57,7 +65,9 @@ FUZZ_SHORT_TARGETS := \
 	./provenance:FuzzDecode:100000x \
 	./rules:FuzzParse:500x \
 	./bashunits:FuzzSplit:20000x \
-	./rules:FuzzBashAllowNeedsEveryUnit:10000x
+	./rules:FuzzBashAllowNeedsEveryUnit:10000x \
+	./plugins/judge:FuzzParseAnswer:2000x \
+	./intent:FuzzAuto:2000x
 FUZZTIME_SHORT ?=
 
 # The reliability campaigns (integration/reliability) append their figures
@@ -69,8 +79,9 @@ SOAK_TIMEOUT ?= 60m
 
 all: build
 
-## build: the broker, the child and the example authorizer plugins
-## (courier-authz-denylist, courier-authz-readonly) into bin/
+## build: the broker, the child, the example authorizer plugins
+## (courier-authz-denylist, courier-authz-readonly) and the AI judge
+## (courier-authz-judge) into bin/
 # The child runs once per permission ask, its start and exit on the user's
 # critical path, so it is built without cgo: a static binary that starts
 # no libc (1.4-2.7 ms less per ask; docs/decisions/0021). The long-lived

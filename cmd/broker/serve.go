@@ -90,7 +90,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage, isolationUsage, "\nFlags:\n")
+		fmt.Fprint(stderr, serveUsage, isolationUsage, intentUsage, "\nFlags:\n")
 		printVisibleDefaults(fs)
 	}
 	session := fs.String("session", "", "the serving session id (required)")
@@ -106,6 +106,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	maxPending := fs.Int("max-pending", serve.DefaultMaxPending, "asks of all sessions that may wait for the chain or the terminal (0: no bound)")
 	verbose := fs.Bool("verbose", false, "print the plugin host's diagnostic log (plugin starts and failures, go-plugin's debug lines, what plugins print) on stderr; without it, its Info and above go to the review log as "+plugins.LogEvent+" entries")
 	askGroup := fs.String("ask-group", "", "the isolation mode: the broker runs as its own user, and members of this group (a name or a numeric gid) ask as theirs; see the isolation mode above and docs/THREAT-MODEL.md")
+	intentOpts := addIntentFlags(fs)
 	notifyCmd := fs.String("notify-cmd", "", "with --terminal tty: a command run when asks arrive (at most once a second), the ask in its environment (COURIER_ASK_SUMMARY, …); split into words without a shell")
 	// Hidden: for courier-bench and anyone profiling the serve loop; not
 	// an operator's flag, so the usage does not list it.
@@ -121,6 +122,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *session == "" {
 		return serveError(stderr, "--session ID is required")
+	}
+	transcript, err := intentOpts.open()
+	if err != nil {
+		return serveError(stderr, "%v", err)
 	}
 
 	rootDir, err := mailbox.ResolveRoot(*root)
@@ -246,6 +251,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		if len(names) > 0 {
 			fmt.Fprintf(stderr, "broker: warning: --terminal relay runs no authorizer links; the %d configured are not consulted (the node that adjudicates runs its own)\n", len(names))
 		}
+		if transcript != nil {
+			fmt.Fprintln(stderr, "broker: warning: --terminal relay runs no authorizer links: --intent is not read")
+		}
 		judges = &relay.Delegation{Links: names, Log: review, OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) }}
 	} else {
 		diag := pluginLogger(*verbose, review, stderr)
@@ -259,7 +267,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "broker: warning: plugins run without %s\n", m)
 			}
 		}
-		links, problems = plugins.Load(ctx, cfg.AuthorizerChain, review, plugins.Options{Logger: &diag, Confinement: plan})
+		conversation := intentOpts.provider(ctx, transcript, cfg.AuthorizerChain, stderr)
+		links, problems = plugins.Load(ctx, cfg.AuthorizerChain, review, plugins.Options{Logger: &diag, Confinement: plan, Conversation: conversation})
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "broker: authorizer chain: %v\n", p)
 		}

@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"notify":                            0,
 	"plugins/gen/courier/authorizer/v1": 0,
 	"provenance":                        1,
+	"intent":                            1,
 	"wire":                              2,
 	// What is decided, and the contract a plugin codes against.
 	"authorizer": 3,
@@ -43,6 +44,7 @@ var layers = map[string]int{
 	"plugins/sdk":       5,
 	"plugins/denylist":  5,
 	"plugins/readonly":  5,
+	"plugins/judge":     5,
 	"forward":           5,
 	"serve":             5,
 	"relay":             6,
