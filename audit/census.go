@@ -198,22 +198,28 @@ func Census(r io.Reader) (Report, error) {
 // read, and a bad line names its file.
 func CensusFile(path string) (Report, error) {
 	c := newCounter()
+	err := c.readFiles(path)
+	return c.report(), err
+}
+
+// readFiles reads the log at path and its rotation, <path>.1 first.
+func (c *counter) readFiles(path string) error {
 	for _, p := range []string{path + reviewlog.RotatedSuffix, path} {
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) && p != path {
 			continue
 		}
 		if err != nil {
-			return c.report(), fmt.Errorf("audit: %w", err)
+			return fmt.Errorf("audit: %w", err)
 		}
 		c.files = append(c.files, p)
 		err = c.read(f, p, MaxLineBytes, readBufferSize)
 		f.Close()
 		if err != nil {
-			return c.report(), fmt.Errorf("audit: %s: %w", p, err)
+			return fmt.Errorf("audit: %s: %w", p, err)
 		}
 	}
-	return c.report(), nil
+	return nil
 }
 
 // census is Census with its limits as parameters, so tests and the fuzzer
@@ -262,6 +268,9 @@ type counter struct {
 	segment     int64
 	rotated     []RotatedAway
 	rotatedMore int
+	// shadow is the shadow report's bookkeeping (shadow.go), nil for a
+	// census.
+	shadow *shadowJoin
 }
 
 // asks are the decisions of one requestId: one per request digest, and
@@ -370,6 +379,9 @@ func (c *counter) line(file string, n int, line []byte) {
 		c.marker(file, n, m)
 		return
 	}
+	if c.shadow != nil {
+		c.shadowEntry(event, m)
+	}
 	implied, terminal := terminalEvents[event]
 	if !terminal {
 		return
@@ -402,6 +414,9 @@ func (c *counter) line(file string, n int, line []byte) {
 		c.byID[id] = a
 	}
 	a.add(digest, d)
+	if c.shadow != nil {
+		c.shadowJoined(id, a)
+	}
 }
 
 // marker reads a rotation marker: when fewer bytes came before it than

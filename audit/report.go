@@ -276,40 +276,53 @@ func (r Report) WriteTable(w io.Writer) error {
 
 	l := r.Lines
 	b.WriteString("\n")
-	if len(r.Files) > 0 {
-		fmt.Fprintf(&b, "files read: %s\n", strings.Join(r.Files, ", "))
-	}
-	for _, g := range r.RotatedAway {
-		where := fmt.Sprintf("line %d", g.Line)
-		if g.File != "" {
-			where = g.File + " " + where
-		}
-		fmt.Fprintf(&b, "history before %s rotated away: %s marks a rotation whose previous file (%d bytes) was not read\n", timeLabel(g.Before), where, g.PreviousSize)
-	}
-	if r.RotatedAwayMore > 0 {
-		fmt.Fprintf(&b, "history rotated away at %d more markers\n", r.RotatedAwayMore)
-	}
+	writeFilesRead(&b, r.Files, r.RotatedAway, r.RotatedAwayMore)
 	fmt.Fprintf(&b, "lines read: %d (%d entries, %d blank, %d bad)\n", l.Read, l.Entries, l.Blank, l.Bad)
 	fmt.Fprintf(&b, "terminal lines: %d, joined by requestId and request digest into %d decisions\n", l.Terminal, r.Total.Decisions)
 	if r.UndecodableDecidedBy > 0 {
 		fmt.Fprintf(&b, "undecodable decidedBy: %d (counted as no decider recorded)\n", r.UndecodableDecidedBy)
 	}
-	if l.Bad > 0 {
-		parts := make([]string, len(r.BadLines))
-		for i, bl := range r.BadLines {
-			parts[i] = fmt.Sprintf("line %d: %s", bl.Line, bl.Reason)
-			if len(r.Files) > 1 {
-				parts[i] = bl.File + " " + parts[i]
-			}
-		}
-		more := ""
-		if l.Bad > len(r.BadLines) {
-			more = fmt.Sprintf("; %d more", l.Bad-len(r.BadLines))
-		}
-		fmt.Fprintf(&b, "bad lines: %s%s\n", strings.Join(parts, "; "), more)
-	}
+	writeBadLines(&b, l, r.BadLines, r.Files)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("audit: write table: %w", err)
 	}
 	return nil
+}
+
+// writeFilesRead writes which files a report read and the history it
+// knows was rotated away, for the census and the shadow report alike.
+func writeFilesRead(b *strings.Builder, files []string, rotated []RotatedAway, more int) {
+	if len(files) > 0 {
+		fmt.Fprintf(b, "files read: %s\n", strings.Join(files, ", "))
+	}
+	for _, g := range rotated {
+		where := fmt.Sprintf("line %d", g.Line)
+		if g.File != "" {
+			where = g.File + " " + where
+		}
+		fmt.Fprintf(b, "history before %s rotated away: %s marks a rotation whose previous file (%d bytes) was not read\n", timeLabel(g.Before), where, g.PreviousSize)
+	}
+	if more > 0 {
+		fmt.Fprintf(b, "history rotated away at %d more markers\n", more)
+	}
+}
+
+// writeBadLines lists the bad lines by number, naming the file when more
+// than one was read.
+func writeBadLines(b *strings.Builder, l Lines, bad []BadLine, files []string) {
+	if l.Bad == 0 {
+		return
+	}
+	parts := make([]string, len(bad))
+	for i, bl := range bad {
+		parts[i] = fmt.Sprintf("line %d: %s", bl.Line, bl.Reason)
+		if len(files) > 1 {
+			parts[i] = bl.File + " " + parts[i]
+		}
+	}
+	more := ""
+	if l.Bad > len(bad) {
+		more = fmt.Sprintf("; %d more", l.Bad-len(bad))
+	}
+	fmt.Fprintf(b, "bad lines: %s%s\n", strings.Join(parts, "; "), more)
 }

@@ -124,3 +124,36 @@ func runAuditList(ctx context.Context, l *auditList, path string, asJSON bool, s
 	}
 	return 0
 }
+
+// runAuditShadow prints the shadow agreement report of the log at path
+// (- for stdin) and its rotation.
+func runAuditShadow(l *auditList, path string, asJSON bool, stdin io.Reader, stdout, stderr io.Writer) int {
+	if l.on() {
+		fmt.Fprintln(stderr, "broker audit: --shadow prints a report of its own: drop --list or --shadow")
+		return exitUsage
+	}
+	var report audit.ShadowReport
+	var err error
+	if path == "-" {
+		report, err = audit.Shadow(stdin)
+	} else {
+		if _, serr := os.Stat(path); serr != nil {
+			fmt.Fprintf(stderr, "broker audit: %v\n", serr)
+			return exitUsage
+		}
+		report, err = audit.ShadowFile(path)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "broker audit: reading %s: %v\n", path, err)
+		return 1
+	}
+	write := report.WriteTable
+	if asJSON {
+		write = report.WriteJSON
+	}
+	if err := write(stdout); err != nil {
+		fmt.Fprintf(stderr, "broker audit: %v\n", err)
+		return 1
+	}
+	return 0
+}

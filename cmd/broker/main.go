@@ -87,11 +87,13 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	logPath := fs.String("log", "", "review log to read (courier's or pi's JSON lines); - reads stdin; default broker serve's, $PI_CODING_AGENT_DIR/courier/review.jsonl")
 	asJSON := fs.Bool("json", false, "print the census as JSON instead of a table (with --list: one JSON object per decision)")
+	shadow := fs.Bool("shadow", false, "print each shadow link's verdicts against the final decisions instead of the census")
 	list := listFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: broker audit [--log FILE] [--json]
        broker audit --list [--follow] [--decider D] [--agent A] [--surface S]
                     [--outcome approved|denied] [--since 1h|TIME] [--log FILE] [--json]
+       broker audit --shadow [--log FILE] [--json]
 
 Reads a review log, courier's or pi-permission-system's (same event names),
 and prints how many terminal decisions each decider made: user, each
@@ -116,6 +118,14 @@ before the broker logged what was asked). The lines of one ask are
 listed once. Text from the log is escaped for the terminal. --follow
 keeps listing what is logged after, following a rotation, until
 interrupted.
+
+--shadow prints, for each link run in shadow mode, its verdicts against
+the final decision of the same ask: a table of allow, deny and defer
+against approved, denied, unavailable (nobody could answer) and no
+decision; how many asks it would have decided (allow + deny); how many of
+those a human decided at the prompt, and how many otherwise than the
+link; how often its failure policy answered; its defers by code
+(docs/JUDGE.md).
 
 Flags:
 `)
@@ -143,6 +153,9 @@ Flags:
 		}
 		fmt.Fprintf(stderr, "broker audit: reading %s, broker serve's default log (--log FILE reads another)\n", path)
 		*logPath = path
+	}
+	if *shadow {
+		return runAuditShadow(list, *logPath, *asJSON, stdin, stdout, stderr)
 	}
 	if list.on() {
 		return runAuditList(ctx, list, *logPath, *asJSON, stdin, stdout, stderr)
