@@ -41,6 +41,11 @@ const (
 	DefaultBudget = 16 << 10
 	// MinBudget is the smallest budget Open accepts.
 	MinBudget = 256
+	// MaxBudget is the largest: the conversation reaches a plugin in one
+	// gRPC message with the ask (a request file is at most 1 MiB), and a
+	// plugin refuses a message past 4 MiB, which would make every ask
+	// the link sees a link failure. A judge shows far less anyway.
+	MaxBudget = 1 << 20
 	// MaxLine is the longest line read: a longer one (a tool's output, a
 	// pasted image) is skipped whole, unread.
 	MaxLine = 1 << 20
@@ -63,7 +68,7 @@ type Options struct {
 	// FormatCodex.
 	Format string
 	// Budget is the bytes of text a Snapshot keeps, newest first
-	// (DefaultBudget when 0, at least MinBudget).
+	// (DefaultBudget when 0, MinBudget to MaxBudget).
 	Budget int
 	// MaxRead is the bytes one Snapshot reads at most (DefaultMaxRead
 	// when 0).
@@ -134,8 +139,8 @@ func Open(path string, opts Options) (*Reader, error) {
 	if budget == 0 {
 		budget = DefaultBudget
 	}
-	if budget < MinBudget {
-		return nil, fmt.Errorf("intent: budget %d bytes: expected at least %d", opts.Budget, MinBudget)
+	if budget < MinBudget || budget > MaxBudget {
+		return nil, fmt.Errorf("intent: budget %d bytes: expected %d to %d", opts.Budget, MinBudget, MaxBudget)
 	}
 	maxRead, window := opts.MaxRead, opts.Window
 	if maxRead == 0 {

@@ -38,7 +38,7 @@ func addIntentFlags(fs *flag.FlagSet) intentFlags {
 		path: fs.String("intent", "", "the serving session's transcript, whose user and assistant text reaches the links that disclose \"conversation\" (never the review log); see User intent above"),
 		format: fs.String("intent-format", intent.FormatAuto,
 			"the transcript's format: "+strings.Join(intent.Formats, ", ")),
-		budget: fs.Int("intent-budget", intent.DefaultBudget, "bytes of the transcript's newest text a link is given"),
+		budget: fs.Int("intent-budget", intent.DefaultBudget, fmt.Sprintf("bytes of the transcript's newest text a link is given (%d to %d)", intent.MinBudget, intent.MaxBudget)),
 	}
 }
 

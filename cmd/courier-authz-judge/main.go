@@ -65,5 +65,8 @@ func load(args []string, getenv func(string) string, stderr io.Writer) (*judge.J
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range c.Warnings() {
+		fmt.Fprintf(stderr, "courier-authz-judge: warning: %s\n", w)
+	}
 	return judge.New(c, getenv)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,5 +47,31 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("load: %v, want an error with %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestLoadWarns: what Config.Warnings finds is said on stderr at start,
+// and the judge still starts.
+func TestLoadWarns(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "judge.key")
+	if err := os.WriteFile(key, []byte("sk-x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(key, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "judge.json")
+	if err := os.WriteFile(config, []byte(`{"provider":"openai","model":"m","base_url":"http://gpu-box.lan:8000/v1","api_key_file":"`+key+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	j, err := load([]string{"--config", config}, func(string) string { return "" }, &stderr)
+	if err != nil || j == nil {
+		t.Fatalf("load: %v", err)
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "warning: base_url http://gpu-box.lan:8000/v1 is plain http") || !strings.Contains(out, "readable by others (mode 0640)") || strings.Contains(out, "sk-x") {
+		t.Errorf("stderr %q", out)
 	}
 }

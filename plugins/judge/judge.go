@@ -91,9 +91,16 @@ func (j *Judge) Authorize(ctx context.Context, ev authorizer.Evidence) (authoriz
 		v = deferred(CodeRefused, "the model refused to judge the ask")
 	default:
 		a, perr := parseAnswer(rep.Text)
-		if perr != nil {
+		switch {
+		case perr != nil && shownConversation(ev) && len(rep.Text) <= MaxAnswerBytes:
+			// A parse error quotes the answer (a verdict, a key): words
+			// the model may have taken from the conversation, which must
+			// not reach the review log. (An oversized answer's error
+			// gives its size only.)
+			v = deferred(CodeMalformed, fmt.Sprintf("%v: the answer (%d bytes) is not one JSON verdict object; its text is withheld, the model saw the conversation", errMalformed, len(rep.Text)))
+		case perr != nil:
 			v = deferred(CodeMalformed, perr.Error())
-		} else {
+		default:
 			v = j.decide(ev, p, a)
 		}
 	}
@@ -117,7 +124,7 @@ func (j *Judge) Authorize(ctx context.Context, ev authorizer.Evidence) (authoriz
 // and is kept.
 func (j *Judge) decide(ev authorizer.Evidence, p packet, a answer) authorizer.Verdict {
 	reason := a.Reason
-	if ev.Conversation != nil && len(ev.Conversation.Items) > 0 {
+	if shownConversation(ev) {
 		reason = ""
 	}
 	code := modelCode(a.Code)
@@ -143,6 +150,12 @@ func (j *Judge) decide(ev authorizer.Evidence, p packet, a answer) authorizer.Ve
 		return authorizer.Verdict{Kind: authorizer.Allow, Reason: reason}
 	}
 	return deferred(codeOr(code, CodeUncertain), reason)
+}
+
+// shownConversation reports whether the prompt held the conversation:
+// then no text the model wrote may leave the judge.
+func shownConversation(ev authorizer.Evidence) bool {
+	return ev.Conversation != nil && len(ev.Conversation.Items) > 0
 }
 
 // modelCodes are the codes a model may give (the system prompt lists

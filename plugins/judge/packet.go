@@ -33,7 +33,8 @@ type packet struct {
 	// Triggering are the units that asked, nil when they say nothing the
 	// complete input does not (one unit, the whole input).
 	Triggering []string
-	// Cwd is the requester's working directory, "" when unknown.
+	// Cwd is the requester's working directory, "" when unknown (or not
+	// absolute).
 	Cwd string
 	// HasConversation: the broker disclosed a conversation.
 	HasConversation bool
@@ -75,7 +76,9 @@ func newPacket(ev authorizer.Evidence) packet {
 			break
 		}
 	}
-	if ev.RequesterCwd != nil && len(*ev.RequesterCwd) <= maxCwdBytes && strings.TrimSpace(*ev.RequesterCwd) != "" {
+	// Only an absolute directory says what a relative path means: ".",
+	// "build" or "~/src" fix nothing, and are unknown.
+	if ev.RequesterCwd != nil && len(*ev.RequesterCwd) <= maxCwdBytes && strings.HasPrefix(*ev.RequesterCwd, "/") {
 		p.Cwd = *ev.RequesterCwd
 	}
 	if c := ev.Conversation; c != nil {
