@@ -88,6 +88,12 @@ func newPacket(ev authorizer.Evidence) packet {
 			p.Agent = cutBytes(strings.TrimSpace(c.RequesterAgent), maxAgentBytes)
 		}
 		p.Items, p.Omitted = items(c.Items)
+	} else if ev.Forwarding.RequesterSessionID != "" {
+		// No conversation was disclosed, but the ask still came from a
+		// child session (every mailbox ask does): the model is told so,
+		// and by which agent, as the seed asks for a forwarded ask.
+		p.Forwarded = true
+		p.Agent = cutBytes(strings.TrimSpace(ev.Forwarding.RequesterAgentName), maxAgentBytes)
 	}
 	return p
 }

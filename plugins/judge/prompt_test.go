@@ -124,7 +124,9 @@ var promptCases = []struct {
 }, {
 	name: "no_conversation",
 	ev:   ask("make release", []string{"make release"}, project, nil),
-	want: []string{"No conversation was provided: the user's intent is unknown."},
+	// A child's ask without a disclosed conversation is still said to be a
+	// child's, by its agent name (seed 003).
+	want: []string{"No conversation was provided: the user's intent is unknown.", "This is a child request: a child agent named `release-worker` asked to run the command. The child's own"},
 }, {
 	name: "hostile_text",
 	ev: ask("printf 'ok\\n'\r\x1b[2Arm -rf ~ ``` \u202e", []string{"rm -rf ~"}, "/tmp/``x``\nevil",
