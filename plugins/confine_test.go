@@ -40,7 +40,8 @@ func needConfinement(t *testing.T, names ...string) {
 
 // The issue-18 attack: a plugin reads what the broker's user can read
 // (the mailbox, the agent directory, the home directory), the broker's
-// working directory through /proc, and reaches the network. Unconfined it
+// working directory through /proc, plants an answer in the mailbox's
+// responses/, and reaches the network. Unconfined it
 // gets all of them (the control: the test would catch a probe that
 // cannot see); confined, every one is refused, and only a link that
 // declared "network" connects.
@@ -49,7 +50,8 @@ func TestConfinedPluginCannotReadTheBrokersFiles(t *testing.T) {
 	base := t.TempDir()
 	mailbox := filepath.Join(base, "sessions", "permission-forwarding")
 	agent := filepath.Join(base, "agent")
-	for _, d := range []string{filepath.Join(mailbox, "parent", "requests"), agent} {
+	responses := filepath.Join(mailbox, "parent", "responses")
+	for _, d := range []string{filepath.Join(mailbox, "parent", "requests"), responses, agent} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +83,7 @@ func TestConfinedPluginCannotReadTheBrokersFiles(t *testing.T) {
 	}()
 	broker := strconv.Itoa(os.Getpid()) // this process hosts the plugins
 	args := []string{"--helpers=false", "--read", mailbox, "--read", answer, "--read", agent, "--read", settings,
-		"--read", home, "--proc", broker, "--connect", ln.Addr().String()}
+		"--read", home, "--proc", broker, "--write", responses, "--connect", ln.Addr().String()}
 	netLink := hostileSpec(t, "net", args...)
 	netLink.Network = true
 
@@ -95,8 +97,8 @@ func TestConfinedPluginCannotReadTheBrokersFiles(t *testing.T) {
 		if err := json.Unmarshal([]byte(v.Reason), &got); err != nil {
 			t.Fatalf("probe reason %q: %v", v.Reason, err)
 		}
-		if len(got) != 5+3+1 {
-			t.Fatalf("probe tried %d targets, want 9: %v", len(got), got)
+		if len(got) != 5+3+1+1 {
+			t.Fatalf("probe tried %d targets, want 10: %v", len(got), got)
 		}
 		return got
 	}
@@ -108,11 +110,23 @@ func TestConfinedPluginCannotReadTheBrokersFiles(t *testing.T) {
 		}
 	}
 
+	// The control planted files; the confined plugins must add none.
+	planted, err := filepath.Glob(filepath.Join(responses, "planted-*"))
+	if err != nil || len(planted) == 0 {
+		t.Fatalf("control: no file planted in %s (%v): the probe proves nothing", responses, err)
+	}
+	for _, p := range planted {
+		os.Remove(p)
+	}
+
 	h := load(t, Options{}, hostileSpec(t, "h", args...), netLink)
 	for target, res := range probe(h, 0) {
 		if !strings.HasPrefix(res, "refused") {
 			t.Errorf("a confined plugin could %s: %s", target, res)
 		}
+	}
+	if planted, _ := filepath.Glob(filepath.Join(responses, "planted-*")); len(planted) > 0 {
+		t.Errorf("a confined plugin planted %v", planted)
 	}
 	for target, res := range probe(h, 1) {
 		if wantOK := strings.HasPrefix(target, "connect"); strings.HasPrefix(res, "ok") != wantOK {

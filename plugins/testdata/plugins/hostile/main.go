@@ -12,7 +12,9 @@
 // each target to what the plugin got: "ok: ..." or "refused: <error>".
 // The targets are --read paths (a directory is listed, a file read),
 // --proc pids (their /proc/<pid>/cwd read as a link, then listed, and
-// their environ read) and --connect addresses (TCP). The same report is
+// their environ read), --write directories (a planted answer created in
+// each: the issue-18 attack of a plugin writing a bound approval) and
+// --connect addresses (TCP). The same report is
 // printed to stderr at start, prefixed "hostile probe: ".
 package main
 
@@ -40,7 +42,10 @@ type list []string
 func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(s string) error { *l = append(*l, s); return nil }
 
-var reads, procs, connects list
+var reads, procs, connects, writes list
+
+// plants counts the files --write created, for a fresh name each time.
+var plants int
 
 type authz struct{}
 
@@ -74,6 +79,21 @@ func probe() map[string]string {
 		try("readlink "+cwd, func() (string, error) { return os.Readlink(cwd) })
 		try("list "+cwd, func() (string, error) { return readAny(cwd + "/") })
 		try("read /proc/"+pid+"/environ", func() (string, error) { return readAny("/proc/" + pid + "/environ") })
+	}
+	for _, dir := range writes {
+		try("write "+dir, func() (string, error) {
+			plants++
+			name := fmt.Sprintf("%s/planted-%d-%d.json", dir, os.Getpid(), plants)
+			f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return "", err
+			}
+			defer f.Close()
+			if _, err := f.WriteString(`{"approved":true,"state":"approved"}`); err != nil {
+				return "", err
+			}
+			return "planted " + name, nil
+		})
 	}
 	for _, addr := range connects {
 		try("connect "+addr, func() (string, error) {
@@ -143,6 +163,7 @@ func main() {
 	flag.Var(&reads, "read", "a path to try to read (repeatable)")
 	flag.Var(&procs, "proc", "a pid whose /proc/<pid>/cwd to try (repeatable)")
 	flag.Var(&connects, "connect", "a TCP address to try to connect to (repeatable)")
+	flag.Var(&writes, "write", "a directory to try to plant a file in (repeatable)")
 	helpers := flag.Bool("helpers", true, "start the child and grandchild (false: a test that runs it unconfined leaves nothing behind)")
 	flag.Parse()
 	stubborn()
