@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,12 @@ import (
 // marshals to JSON as is (--json).
 type requestExplanation struct {
 	File string `json:"file"`
-	req  wire.Request
+	// OwnerUID is the file's owner when it is not this user: the
+	// requester an isolation-mode broker (serve --ask-group) vouches for,
+	// whose rules then believe an agent name only for the uids listed in
+	// agents.<name>.users. A same-uid broker refuses such a file.
+	OwnerUID *int `json:"ownerUid,omitempty"`
+	req      wire.Request
 	// Request is the request as the broker decoded it, in wire form: a
 	// malformed optional field is not in it (see Dropped).
 	Request json.RawMessage `json:"request"`
@@ -53,33 +59,43 @@ type ruleStep struct {
 }
 
 // explainRequest reads the request file at path as the broker reads one
-// (mailbox.ReadFile: a plain file of this user's, size-capped, never
-// through a symbolic link; wire.DecodeRequest) and resolves it as the
-// broker does (serve.AuthorityFor, serve.RecordedAuthority). The error
-// names the file and, for a malformed request, the field.
+// (a plain file, size-capped, never through a symbolic link;
+// wire.DecodeRequest) and resolves it as the broker does
+// (serve.AuthorityOf, serve.RecordedAuthorityOf). A file of another user
+// is resolved as a broker serving the isolation mode takes it, with its
+// owner as the requester (a same-uid broker refuses it, and the
+// explanation says so). The error names the file and, for a malformed
+// request, the field.
 func explainRequest(path string, cfg *rules.Config, policy *rules.Policy) (*requestExplanation, error) {
-	data, err := mailbox.ReadFile(path)
+	data, owner, err := mailbox.ReadFileIntoOf(path, mailbox.AnyOwner, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--request: %w", err)
+	}
+	uid := serve.NoUID
+	if owner != os.Geteuid() {
+		uid = owner
 	}
 	req, dropped, err := wire.DecodeRequest(data)
 	if err != nil {
 		return nil, fmt.Errorf("--request %s: the broker rejects it: %w", path, err)
 	}
 	x := &requestExplanation{File: path, req: req}
+	if uid != serve.NoUID {
+		x.OwnerUID = &uid
+	}
 	if x.Request, err = wire.EncodeRequest(req); err != nil {
 		return nil, fmt.Errorf("--request %s: %w", path, err)
 	}
 	for _, d := range dropped {
 		x.Dropped = append(x.Dropped, d.Error())
 	}
-	a := serve.AuthorityFor(&req, cfg.LegacyBashDisplayMatch)
+	a := serve.AuthorityOf(&req, cfg.LegacyBashDisplayMatch, uid)
 	x.Rules = ruleStep{Consulted: a.Consulted, ByDisplayValue: a.ByDisplayValue, Why: a.Why, Hint: a.Hint}
 	if a.Consulted {
 		e := policy.Explain(a.Query)
 		x.Rules.Explanation = &e
 	}
-	rd, d, decided := serve.RecordedAuthority(policy, &req, cfg.LegacyBashDisplayMatch)
+	rd, d, decided := serve.RecordedAuthorityOf(policy, &req, cfg.LegacyBashDisplayMatch, uid)
 	switch {
 	case decided:
 		x.Answer, x.DecidedBy, x.Reason = rd.Action, d.DecidedBy, d.DenialReason
@@ -120,6 +136,9 @@ func writeRequestText(w io.Writer, x *requestExplanation) error {
 		from += fmt.Sprintf(", pid %d", req.RequesterPID)
 	}
 	row("from", "%s", from)
+	if x.OwnerUID != nil {
+		row("owner", "uid %d: read as a broker serving --ask-group takes it (this uid is the requester; a same-uid broker refuses a file of another user)", *x.OwnerUID)
+	}
 	row("to", "session %s", clip(req.TargetSessionID))
 	row("created", "%s", time.UnixMilli(req.CreatedAt).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	if req.Source != "" {

@@ -95,3 +95,49 @@ func TestCheckRequest(t *testing.T) {
 		})
 	}
 }
+
+// A request file another user owns is what a broker serving the
+// isolation mode reads (serve --ask-group): check --request resolves it
+// with its owner as the requester, so an agent's overrides are believed
+// only for the uids its users list, as that broker would; the same file
+// of this user is the same-uid mode, where the agent name is a claim.
+func TestCheckRequestOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test gives the request file to another uid (61002)")
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "check-request", "pi25-compound-deny.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.json")
+	// Explore may rm -rf where the global rules deny it, vouched for uid
+	// 61003 only.
+	cfg := `{"permission": {"*": "ask", "bash": {"git status *": "allow", "rm -rf *": "deny"}},
+  "agents": {"Explore": {"permission": {"bash": {"rm -rf *": "allow"}}, "users": [61003]}}}`
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req := filepath.Join(dir, "req.json")
+	if err := os.WriteFile(req, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func() (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), []string{"check", "--config", config, "--request", req}, nil, &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	// This user's file: the same-uid mode, the claim applies.
+	if _, out := check(); !bytes.Contains([]byte(out), []byte("allow")) || bytes.Contains([]byte(out), []byte("owner")) {
+		t.Errorf("own file: want the claimed override's allow and no owner row:\n%s", out)
+	}
+	if err := os.Chown(req, 61002, 61002); err != nil {
+		t.Fatal(err)
+	}
+	_, out := check()
+	for _, want := range []string{"uid 61002", "not vouched", "deny"} {
+		if !bytes.Contains([]byte(out), []byte(want)) {
+			t.Errorf("file of uid 61002: output lacks %q:\n%s", want, out)
+		}
+	}
+}
