@@ -36,6 +36,9 @@ type packet struct {
 	// Cwd is the requester's working directory, "" when unknown (or not
 	// absolute).
 	Cwd string
+	// RelCwd is a disclosed working directory that is not absolute: the
+	// prompt says it was given and why it is still unknown.
+	RelCwd string
 	// HasConversation: the broker disclosed a conversation.
 	HasConversation bool
 	// Forwarded: a child asked, the conversation is the serving root's.
@@ -78,8 +81,12 @@ func newPacket(ev authorizer.Evidence) packet {
 	}
 	// Only an absolute directory says what a relative path means: ".",
 	// "build" or "~/src" fix nothing, and are unknown.
-	if ev.RequesterCwd != nil && len(*ev.RequesterCwd) <= maxCwdBytes && strings.HasPrefix(*ev.RequesterCwd, "/") {
-		p.Cwd = *ev.RequesterCwd
+	if ev.RequesterCwd != nil && len(*ev.RequesterCwd) <= maxCwdBytes {
+		if strings.HasPrefix(*ev.RequesterCwd, "/") {
+			p.Cwd = *ev.RequesterCwd
+		} else if *ev.RequesterCwd != "" {
+			p.RelCwd = *ev.RequesterCwd
+		}
 	}
 	if c := ev.Conversation; c != nil {
 		p.HasConversation = true

@@ -212,8 +212,12 @@ func FuzzFence(f *testing.F) {
 func TestRelativeCwdIsUnknown(t *testing.T) {
 	for _, cwd := range []string{".", "build", "~/src/shop", "../shop"} {
 		ev := ask("rm -rf ./build", nil, cwd, direct(user("Clean the build output.")))
-		if p := newPacket(ev); p.Cwd != "" {
+		p := newPacket(ev)
+		if p.Cwd != "" {
 			t.Errorf("cwd %q: packet cwd %q, want unknown", cwd, p.Cwd)
+		}
+		if r, err := render(p); err != nil || !strings.Contains(r.User, "unknown (given as `"+cwd+"`, which is not an absolute path)") {
+			t.Errorf("cwd %q: the prompt does not say it was given and is unknown (%v):\n%s", cwd, err, r.User)
 		}
 		e := newEndpoint(t, ProviderOpenAI, script{text: `{"verdict":"allow","reason":"asked for","code":""}`})
 		v, err := newTestJudge(t, e.config()).Authorize(t.Context(), ev)
