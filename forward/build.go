@@ -138,15 +138,22 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 		// climbs from the link's target, as the kernel reads it; the
 		// lexical reading stays a match value, so a deny of either place
 		// denies. A link loop keeps the path as spelled: nothing lands.
-		canonical, err := ResolvePath(abs)
-		if err != nil || !filepath.IsAbs(abs) {
-			canonical = abs
+		canonical := abs
+		if filepath.IsAbs(abs) {
+			if resolved, err := ResolvePath(abs); err == nil {
+				canonical = resolved
+			}
 		}
 		add(canonical)
 		boundary = canonical
-		if physical, err := ResolvePath(raw); err == nil && filepath.IsAbs(raw) && physical != canonical {
-			add(physical)
-			boundary = physical
+		// Only a `..` can make the physical reading differ from the
+		// lexical one; without any, resolving raw is the same walk again
+		// (an lstat per component, on the child's ask path).
+		if filepath.IsAbs(raw) && strings.Contains(raw, "..") {
+			if physical, err := ResolvePath(raw); err == nil && physical != canonical {
+				add(physical)
+				boundary = physical
+			}
 		}
 	} else if units != nil {
 		for _, u := range units {

@@ -34,7 +34,7 @@ const childConfig = `{"permission": {"*": "ask"}}`
 // broad grant can never approve writing into it.
 //
 // In the isolation mode (layout.Isolated) the grants are those the broker
-// vouched for this process's uid (grants.OpenVouched): the broker's user
+// vouched for this process's uid (grants.OpenChild): the broker's user
 // records them before it answers, and the child only reads them, refusing
 // a journal another uid owns (its own included: a subagent that wrote
 // itself "vouched" grants). The child's own journal, which anyone of its
@@ -45,13 +45,7 @@ const childConfig = `{"permission": {"*": "ask"}}`
 // config parsed, a guard set up) is a tenth of a millisecond of every
 // child process's start, on the agent's critical path.
 func OpenLocalGrants(layout mailbox.Layout, session, home string) (*LocalGrants, error) {
-	var journal *grants.Journal
-	var err error
-	if layout.Isolated() {
-		journal, err = grants.OpenVouched(layout, os.Geteuid(), session)
-	} else {
-		journal, err = grants.Open(layout, grants.Child, session)
-	}
+	journal, err := grants.OpenChild(layout, session)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package grants
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/seed6639df8c/courier/mailbox"
@@ -42,6 +43,19 @@ func OpenVouched(layout mailbox.Layout, uid int, session string) (*Journal, erro
 		path:  filepath.Join(layout.VouchedDir(uid), esc+".json"),
 		facts: make(map[rules.SessionGrant]Asked),
 	}, nil
+}
+
+// OpenChild returns the "this subagent only" journal of the child session
+// session as that child reads it: in the isolation mode the one the broker
+// vouched for this process's uid (OpenVouched), which the child only
+// reads; otherwise the child's own (Open, side Child). In the isolation
+// mode the child's own journal, which anything of its uid can write, is
+// never the one read.
+func OpenChild(layout mailbox.Layout, session string) (*Journal, error) {
+	if layout.Isolated() {
+		return OpenVouched(layout, os.Geteuid(), session)
+	}
+	return Open(layout, Child, session)
 }
 
 // Vouch records gs at width, given for asked, into the vouched journal, as

@@ -255,3 +255,33 @@ func TestRevokeVouched(t *testing.T) {
 		t.Errorf("after revoke the child loads %v, %v", held.Grants(), err)
 	}
 }
+
+// A child reads, in the isolation mode, the journal the broker vouched
+// for its uid, never its own (which anything of its uid can write), and
+// its own otherwise.
+func TestOpenChildPicksTheModesJournal(t *testing.T) {
+	plain := mailbox.Layout{Root: t.TempDir()}
+	own, err := Open(plain, Child, "child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso := mailbox.Layout{Root: t.TempDir(), Isolation: &mailbox.Isolation{BrokerUID: otherBrokerUID, GID: -1}}
+	tests := []struct {
+		name   string
+		layout mailbox.Layout
+		side   Side
+		path   string
+	}{
+		{"same-uid mode", plain, Child, own.Path()},
+		{"isolation mode", iso, Vouched, filepath.Join(iso.VouchedDir(os.Geteuid()), "child.json")},
+	}
+	for _, tt := range tests {
+		j, err := OpenChild(tt.layout, "child")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if j.Path() != tt.path || j.side != tt.side {
+			t.Errorf("%s: the %s journal %s, want the %s journal %s", tt.name, j.side, j.Path(), tt.side, tt.path)
+		}
+	}
+}

@@ -174,6 +174,21 @@ func (l Layout) EnsureVouchedDir(uid int) error {
 	return l.isoDir(l.VouchedDir(uid), isoVouchedMode)
 }
 
+// mkdir creates dir as the layout's mode makes directories: in the
+// same-uid mode private, with its missing parents when all; in the
+// isolation mode one directory of the broker's user and the ask group
+// with isoMode (isoDir: its parents are PrepareIsolated's, and a child
+// may create none).
+func (l Layout) mkdir(dir string, all bool, isoMode fs.FileMode) error {
+	switch {
+	case l.Isolation != nil:
+		return l.isoDir(dir, isoMode)
+	case all:
+		return mkdirAllPrivate(dir)
+	}
+	return mkdirPrivate(dir)
+}
+
 // isoDir makes dir a directory of the broker's user and the ask group
 // with mode, whatever the umask.
 func (l Layout) isoDir(dir string, mode fs.FileMode) error {

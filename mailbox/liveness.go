@@ -183,11 +183,7 @@ func (p *HeartbeatPublisher) Publish() error {
 	if err != nil {
 		return fmt.Errorf("publish heartbeat %s: %w", path, err)
 	}
-	mk := mkdirAllPrivate
-	if p.Layout.Isolation != nil {
-		mk = func(dir string) error { return p.Layout.isoDir(dir, isoDirMode) }
-	}
-	if err := mk(filepath.Dir(path)); err != nil {
+	if err := p.Layout.mkdir(filepath.Dir(path), true, isoDirMode); err != nil {
 		return err
 	}
 	return p.Layout.WriteFile(path, data, WriteOptions{Mode: p.Layout.mailFileMode()})

@@ -116,15 +116,12 @@ func ReadFileIntoOf(path string, owner Owner, buffer func(size int64) []byte) (d
 // a megabyte reuses one buffer across reads, where ReadFile leaves each
 // to the garbage collector.
 func ReadFileInto(path string, buffer func(size int64) []byte) ([]byte, error) {
-	return readFileInto(path, MaxFileSize, buffer)
+	data, _, err := readFileOwned(path, MaxFileSize, Owner(processEUID), buffer)
+	return data, err
 }
 
 func readFileCap(path string, limit int64) ([]byte, error) {
-	return readFileInto(path, limit, nil)
-}
-
-func readFileInto(path string, limit int64, buffer func(size int64) []byte) ([]byte, error) {
-	data, _, err := readFileOwned(path, limit, Owner(processEUID), buffer)
+	data, _, err := readFileOwned(path, limit, Owner(processEUID), nil)
 	return data, err
 }
 
@@ -305,6 +302,7 @@ func (l Layout) CheckTree() error { return checkTree(l.Root, l.Isolation) }
 func checkTree(dir string, iso *Isolation) error {
 	var problems []error
 	euid := os.Geteuid()
+	isoTree := Layout{Root: filepath.Clean(dir), Isolation: iso}
 	var walk func(path string, top bool) error
 	walk = func(path string, top bool) error {
 		var st unix.Stat_t
@@ -332,11 +330,10 @@ func checkTree(dir string, iso *Isolation) error {
 			problems = append(problems, refuse(path, ErrWrongOwner, "uid %d, expected %d", st.Uid, euid))
 		}
 		if iso != nil {
-			l := Layout{Root: filepath.Clean(dir), Isolation: iso}
-			if err := l.checkIsoDir(path, &st); err != nil {
+			if err := isoTree.checkIsoDir(path, &st); err != nil {
 				problems = append(problems, err)
 			}
-			if l.isDropDir(path) {
+			if isoTree.isDropDir(path) {
 				// What the ask group drops in tmp/ or requests/ is
 				// not the tree; its readers refuse it by type. Judged
 				// here, one child's mkdir would stop the broker.

@@ -89,11 +89,7 @@ func (l Layout) WriteResponse(session, requestID string, data []byte) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	mk := mkdirPrivate
-	if l.Isolation != nil {
-		mk = func(dir string) error { return l.isoDir(dir, isoDirMode) }
-	}
-	if err := mk(filepath.Dir(path)); err != nil {
+	if err := l.mkdir(filepath.Dir(path), false, isoDirMode); err != nil {
 		return err
 	}
 	return l.WriteFile(path, data, opts)
@@ -118,11 +114,7 @@ func (l Layout) publish(path string, data []byte, mode fs.FileMode) error {
 		// The staging directory is created lazily, and may have been
 		// removed by someone tidying the tree. In the isolation mode it
 		// is the broker's to create (a child may not).
-		mk := mkdirAllPrivate
-		if l.Isolation != nil {
-			mk = func(dir string) error { return l.isoDir(dir, isoDropMode) }
-		}
-		if err := mk(l.TempDir()); err != nil {
+		if err := l.mkdir(l.TempDir(), true, isoDropMode); err != nil {
 			return err
 		}
 		pf, err = renameio.NewPendingFile(path, opts...)

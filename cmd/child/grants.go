@@ -120,12 +120,7 @@ func runGrants(args []string, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fail(err)
 	}
-	var journal *grants.Journal
-	if layout.Isolated() {
-		journal, err = grants.OpenVouched(layout, os.Geteuid(), *session)
-	} else {
-		journal, err = grants.Open(layout, grants.Child, *session)
-	}
+	journal, err := grants.OpenChild(layout, *session)
 	if err != nil {
 		return fail(err)
 	}
