@@ -120,14 +120,7 @@ func (b *Broker) recordWholeSession(req wire.Request, path string, d decision.De
 	if len(chosen) == 0 {
 		return
 	}
-	width := rules.WidthProven
-	if d.SessionGrantWidth == wire.GrantFamily {
-		width = rules.WidthFamily
-	}
-	gs := make([]rules.SessionGrant, len(chosen))
-	for i, g := range chosen {
-		gs[i] = rules.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
-	}
+	width, gs := sessionGrants(d, chosen)
 	defer b.Journal.Recording()() // a reload waits until the grant is journaled
 	sessions := b.Policy.Sessions()
 	recorded, err := sessions.Record(width, gs...)
@@ -152,9 +145,34 @@ func (b *Broker) admittedGrants(req *wire.Request) []wire.SuggestedGrant {
 	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
 		return nil
 	}
-	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(req), req.SessionApproval.Grants)
-	b.logDropped(req, "not offered for the whole session", len(req.SessionApproval.Grants)-len(admitted), dropped)
+	return b.admitSuggested(req, "not offered for the whole session")
+}
+
+// admitSuggested is req's suggested grants (req.SessionApproval is set)
+// that pass admission for what it asked (rules.Policy.AdmitGrants); the
+// ones dropped are logged, as one entry saying what they are not
+// (logDropped).
+func (b *Broker) admitSuggested(req *wire.Request, not string) []wire.SuggestedGrant {
+	suggested := req.SessionApproval.Grants
+	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(req), suggested)
+	b.logDropped(req, not, len(suggested)-len(admitted), dropped)
 	return admitted
+}
+
+// sessionGrants is the width an answer approved for a session chose
+// (proven when it said nothing) and chosen as the rules record them: what
+// a whole-session answer records here and a subagent-scope one vouches
+// for (vouch), as forward.LocalGrants.Record does on the child's side.
+func sessionGrants(d decision.Decision, chosen []wire.SuggestedGrant) (rules.Width, []rules.SessionGrant) {
+	width := rules.WidthProven
+	if d.SessionGrantWidth == wire.GrantFamily {
+		width = rules.WidthFamily
+	}
+	gs := make([]rules.SessionGrant, len(chosen))
+	for i, g := range chosen {
+		gs[i] = rules.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
+	}
+	return width, gs
 }
 
 // grantsToRecord is what a whole-session answer records, admitted again
@@ -173,9 +191,7 @@ func (b *Broker) grantsToRecord(req *wire.Request, d decision.Decision) []wire.S
 	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
 		return nil
 	}
-	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(req), req.SessionApproval.Grants)
-	b.logDropped(req, "not recorded for the whole session", len(req.SessionApproval.Grants)-len(admitted), dropped)
-	return admitted
+	return b.admitSuggested(req, "not recorded for the whole session")
 }
 
 // admissionQuery is what req asked, for grant admission: its access

@@ -89,8 +89,10 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 	if data == nil {
 		return o, "", nil
 	}
-	if key, ok := wire.PeekRequester(data); ok && key != "" && b.fair.readAhead(f.scope(key), len(data)) {
-		return queued, f.scope(key), b.intakeLater(ctx, name, id, data, f)
+	if key, ok := wire.PeekRequester(data); ok && key != "" {
+		if key = f.scope(key); b.fair.readAhead(key, len(data)) {
+			return queued, key, b.intakeLater(ctx, name, id, data, f)
+		}
 	}
 	return b.intakeRead(ctx, name, id, data, f)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/grants"
 	"github.com/seed6639df8c/courier/reviewlog"
-	"github.com/seed6639df8c/courier/rules"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -42,28 +41,16 @@ func (b *Broker) vouch(req wire.Request, path string, d decision.Decision, f fro
 		b.vouchFailed(req, path, "", f, errors.New("the requester's uid is unknown"))
 		return once
 	}
-	var suggested []wire.SuggestedGrant
-	if req.SessionApproval != nil {
-		suggested = req.SessionApproval.Grants
-	}
-	if len(suggested) == 0 {
+	if req.SessionApproval == nil || len(req.SessionApproval.Grants) == 0 {
 		b.vouchFailed(req, path, "", f, fmt.Errorf("%w: the request suggests no grant", errNothingToVouch))
 		return once
 	}
-	admitted, dropped := b.Policy.AdmitGrants(admissionQuery(&req), suggested)
-	b.logDropped(&req, "not vouched for this subagent", len(suggested)-len(admitted), dropped)
+	admitted := b.admitSuggested(&req, "not vouched for this subagent")
 	if len(admitted) == 0 {
 		b.vouchFailed(req, path, "", f, fmt.Errorf("%w: none of the grants the request suggests was admitted", errNothingToVouch))
 		return once
 	}
-	width := rules.WidthProven
-	if d.SessionGrantWidth == wire.GrantFamily {
-		width = rules.WidthFamily
-	}
-	gs := make([]rules.SessionGrant, len(admitted))
-	for i, g := range admitted {
-		gs[i] = rules.SessionGrant{Surface: g.Surface, Pattern: g.Pattern}
-	}
+	width, gs := sessionGrants(d, admitted)
 	journal, err := grants.OpenVouched(b.Layout, f.uid, req.RequesterSessionID)
 	if err != nil {
 		b.vouchFailed(req, path, "", f, err)

@@ -127,15 +127,17 @@ func TestCheckRequestOfAnotherUser(t *testing.T) {
 		code := run(t.Context(), []string{"check", "--config", config, "--request", req}, nil, &stdout, &stderr)
 		return code, stdout.String() + stderr.String()
 	}
-	// This user's file: the same-uid mode, the claim applies.
-	if _, out := check(); !bytes.Contains([]byte(out), []byte("allow")) || bytes.Contains([]byte(out), []byte("owner")) {
+	// This user's file: the same-uid mode, the claim applies. (The
+	// answer line, not "allow" anywhere: the rules listed hold both
+	// actions whatever the answer.)
+	if _, out := check(); !bytes.Contains([]byte(out), []byte("answer: allow")) || bytes.Contains([]byte(out), []byte("owner")) {
 		t.Errorf("own file: want the claimed override's allow and no owner row:\n%s", out)
 	}
 	if err := os.Chown(req, 61002, 61002); err != nil {
 		t.Fatal(err)
 	}
 	_, out := check()
-	for _, want := range []string{"uid 61002", "not vouched", "deny"} {
+	for _, want := range []string{"uid 61002", "not vouched", "answer: deny"} {
 		if !bytes.Contains([]byte(out), []byte(want)) {
 			t.Errorf("file of uid 61002: output lacks %q:\n%s", want, out)
 		}
