@@ -79,10 +79,10 @@ func (d *codexDecoder) message(p strictjson.Value) (Item, bool) {
 	}
 	switch role := str(p, "role"); role {
 	case RoleUser:
-		if !d.userWrote(p) {
+		parts, _ := textParts(get(p, "content"), []string{"input_text"}, nil)
+		if !userProvenance(p) || anyHarness(parts) {
 			return Item{}, false
 		}
-		parts, _ := textParts(get(p, "content"), []string{"input_text"}, nil)
 		return turn(RoleUser, false, parts, d.lim)
 	case RoleAssistant:
 		parts, _ := textParts(get(p, "content"), []string{"output_text"}, nil)
@@ -91,10 +91,10 @@ func (d *codexDecoder) message(p strictjson.Value) (Item, bool) {
 	return Item{}, false
 }
 
-// userWrote reports whether a user message is the user's words: every
-// provenance the file records for its parts is "user", and none of its
-// text is one of the harness's fragments.
-func (d *codexDecoder) userWrote(p strictjson.Value) bool {
+// userProvenance reports whether every provenance the file records for
+// a user message's parts is "user"; with none of its text one of the
+// harness's fragments (anyHarness), the message is the user's words.
+func userProvenance(p strictjson.Value) bool {
 	meta := get(get(p, "internal_chat_message_metadata_passthrough"), "content_item_metadata")
 	user := true
 	items(meta, func(m strictjson.Value) {
@@ -102,11 +102,7 @@ func (d *codexDecoder) userWrote(p strictjson.Value) bool {
 			user = false
 		}
 	})
-	if !user {
-		return false
-	}
-	parts, _ := textParts(get(p, "content"), []string{"input_text"}, nil)
-	return !anyHarness(parts)
+	return user
 }
 
 // compacted replaces the conversation with the history the compaction

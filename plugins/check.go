@@ -2,11 +2,9 @@ package plugins
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
@@ -27,11 +25,11 @@ func Sum(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
+	sum, err := sumOf(f, path)
+	if err != nil {
+		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(sum), nil
 }
 
 // CheckResult is what CheckLink found of one link.

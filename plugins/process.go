@@ -51,16 +51,26 @@ func openVerified(path, want string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	got, err := sumOf(f, path)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
+		return nil, err
 	}
-	if got := h.Sum(nil); subtle.ConstantTimeCompare(got, wantSum) != 1 {
+	if subtle.ConstantTimeCompare(got, wantSum) != 1 {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s has sha256 %x, the config pins %s", ErrChecksum, path, got, want)
 	}
 	return f, nil
+}
+
+// sumOf is the SHA-256 of the binary f (opened from path), read from its
+// current offset with a fresh hash.
+func sumOf(f *os.File, path string) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrBinary, path, err)
+	}
+	return h.Sum(nil), nil
 }
 
 // openChecked opens the binary at path after the checks openVerified

@@ -19,10 +19,8 @@ type anthropicModel struct {
 
 // newAnthropic builds the Messages service from the config alone. It is
 // built without the SDK's client, which would read ANTHROPIC_* variables
-// the config does not name, and which links every service of the API
-// (the judge's binary is a quarter the size without them). Retries are
-// off: the call has a deadline shorter than a retry's back-off, and a
-// failed call defers.
+// the config does not name. Retries are off: the call has a deadline
+// shorter than a retry's back-off, and a failed call defers.
 func newAnthropic(c Config, key string) *anthropicModel {
 	opts := []option.RequestOption{
 		option.WithEnvironmentProduction(),

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/seed6639df8c/courier/authorizer"
 )
@@ -171,7 +172,7 @@ func cutBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !runeStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n]
@@ -183,10 +184,8 @@ func tailBytes(s string, n int) string {
 		return s
 	}
 	i := len(s) - n
-	for i < len(s) && !runeStart(s[i]) {
+	for i < len(s) && !utf8.RuneStart(s[i]) {
 		i++
 	}
 	return s[i:]
 }
-
-func runeStart(b byte) bool { return b&0xC0 != 0x80 }
