@@ -110,7 +110,7 @@ func toolInput(raw []byte) (map[string]strictjson.Value, error) {
 
 // searchAsk maps Glob and Grep to a path_read of the directory searched:
 // their path, else cwd. A Glob pattern reads wherever it reaches, so the
-// directory is widened to cover it (globPrefix). The directory is never
+// directory is widened to cover it (globDir). The directory is never
 // narrower than what the search reads, and is asked for in every reading
 // of its path (pathAsks).
 func searchAsk(base forward.Ask, in map[string]strictjson.Value, tool string) ([]forward.Ask, error) {
@@ -126,15 +126,7 @@ func searchAsk(base forward.Ask, in map[string]strictjson.Value, tool string) ([
 		if err != nil {
 			return nil, err
 		}
-		prefix, anywhere := globPrefix(pattern)
-		switch {
-		case anywhere:
-			dir = "/"
-		case filepath.IsAbs(prefix):
-			dir = prefix
-		case prefix != "":
-			dir += "/" + prefix
-		}
+		dir = globDir(dir, pattern)
 	}
 	asks, err := pathAsks(base, "path_read", dir, strings.ToLower(tool))
 	if err != nil {
@@ -179,17 +171,19 @@ func globPrefix(pattern string) (prefix string, anywhere bool) {
 	return prefix, false
 }
 
-// globRoot is the directory a glob pattern, read from dir, cannot leave,
-// lexically (pathAsks adds the reading through links).
-func globRoot(dir, pattern string) string {
+// globDir is the directory a glob pattern, read from dir, cannot leave,
+// as written: pathAsks reads it lexically and through links.
+func globDir(dir, pattern string) string {
 	prefix, anywhere := globPrefix(pattern)
 	switch {
 	case anywhere:
 		return "/"
 	case filepath.IsAbs(prefix):
-		return filepath.Clean(prefix)
+		return prefix
+	case prefix != "":
+		return dir + "/" + prefix
 	}
-	return filepath.Clean(dir + "/" + prefix)
+	return dir
 }
 
 // mcpValues are the readings of an MCP tool's name as pi's mcp value,

@@ -77,8 +77,9 @@ func TestGlobRootNeverNarrower(t *testing.T) {
 		{"/w", "a/[b]/c/*", "/w/a"},
 	}
 	for _, tt := range tests {
-		if got := globRoot(tt.dir, tt.pattern); got != tt.want {
-			t.Errorf("globRoot(%q, %q) = %q, want %q", tt.dir, tt.pattern, got, tt.want)
+		// Lexically: pathAsks cleans it (and reads it through links too).
+		if got := filepath.Clean(globDir(tt.dir, tt.pattern)); got != tt.want {
+			t.Errorf("globDir(%q, %q) = %q, want %q when clean", tt.dir, tt.pattern, got, tt.want)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package reliability
 
 import (
-	"bufio"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,31 +143,4 @@ func (r *isoRig) refusedOnce(b *process, requests, prefix string, n int) {
 		t.Errorf("%d review-log lines about %d %s requests, want at most 2 each", logged, n, prefix)
 	}
 	figures(t, "files", n, "removed_within", took.Round(time.Millisecond), "log_lines", logged)
-}
-
-// startProbeOf is startProbe for another of the suite's programs.
-func (r *isoRig) startProbeOf(cred *syscall.Credential, name string, args ...string) *lineProbe {
-	r.t.Helper()
-	cmd := r.command(context.Background(), cred, r.childHome, name, args...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	cmd.Stdout = pw
-	lp := &lineProbe{p: r.s.startCmd(r.t, cmd), in: in, lines: make(chan string, 16)}
-	pw.Close()
-	go func() {
-		defer close(lp.lines)
-		defer pr.Close()
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lp.lines <- sc.Text()
-		}
-	}()
-	r.t.Cleanup(func() { in.Close() })
-	return lp
 }

@@ -349,13 +349,20 @@ type lineProbe struct {
 	lines chan string
 }
 
+// startProbe starts isolationprobe as cred, fed and read line by line.
 func (r *isoRig) startProbe(cred *syscall.Credential, args ...string) *lineProbe {
+	r.t.Helper()
+	return r.startProbeOf(cred, "isolationprobe", args...)
+}
+
+// startProbeOf is startProbe for another of the suite's programs.
+func (r *isoRig) startProbeOf(cred *syscall.Credential, name string, args ...string) *lineProbe {
 	r.t.Helper()
 	home := r.childHome
 	if cred.Uid == r.m.brokerCred().Uid && r.m.isolated {
 		home = r.brokerHome
 	}
-	cmd := r.command(context.Background(), cred, home, "isolationprobe", args...)
+	cmd := r.command(context.Background(), cred, home, name, args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		r.t.Fatal(err)

@@ -149,16 +149,9 @@ func (c *ChildResult) Own(s Summary) (time.Duration, bool) {
 // library, in turn (the order rotating each round, so that none always
 // follows a warm broker), up to Children rounds or ChildrenFor.
 func (r *runner) childScenario(ctx context.Context, fr *FSResult, base string, _ bool) error {
-	cfgPath := filepath.Join(base, "rules.json")
-	cfgDoc, err := benchConfig()
-	if err == nil {
-		err = os.MkdirAll(base, 0o700)
-	}
-	if err == nil {
-		err = os.WriteFile(cfgPath, cfgDoc, 0o600)
-	}
+	cfgPath, err := writeBenchConfig(base)
 	if err != nil {
-		return fmt.Errorf("the bench config: %w", err)
+		return err
 	}
 	spec := brokerSpec{Label: fr.Label + "/child", Base: base, Session: session, Terminal: "deny", Config: cfgPath}
 	b, err := r.start(ctx, spec)

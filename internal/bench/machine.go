@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -64,16 +65,25 @@ var QuickCounts = Counts{
 	HeldMiB: 100,
 }
 
-// benchConfig is the embedded default config plus one allowed tool
-// surface for noParseAsk, inserted as the first rule after the default so
-// that nothing else changes meaning (key order is meaning).
-func benchConfig() ([]byte, error) {
+// writeBenchConfig writes base/rules.json and returns its path: the
+// embedded default config plus one allowed tool surface for noParseAsk,
+// inserted as the first rule after the default so that nothing else
+// changes meaning (key order is meaning).
+func writeBenchConfig(base string) (string, error) {
 	def := string(rules.DefaultConfigJSON())
 	const anchor = `"*": "ask",`
 	i := strings.Index(def, anchor)
 	if i < 0 {
-		return nil, errors.New("the embedded default config has no default action to anchor the bench rule on")
+		return "", errors.New("the bench config: the embedded default config has no default action to anchor the bench rule on")
 	}
 	i += len(anchor)
-	return []byte(def[:i] + "\n    \"webfetch\": {\"https://example.com/*\": \"allow\"}," + def[i:]), nil
+	doc := def[:i] + "\n    \"webfetch\": {\"https://example.com/*\": \"allow\"}," + def[i:]
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", fmt.Errorf("the bench config: %w", err)
+	}
+	path := filepath.Join(base, "rules.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		return "", fmt.Errorf("the bench config: %w", err)
+	}
+	return path, nil
 }

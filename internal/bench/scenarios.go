@@ -19,16 +19,9 @@ import (
 // requesters; then the same broker idle again. (Real child processes are
 // a scenario of their own: childScenario.)
 func (r *runner) ruleScenario(ctx context.Context, fr *FSResult, base string, first bool) error {
-	cfgPath := filepath.Join(base, "rules.json")
-	cfgDoc, err := benchConfig()
-	if err == nil {
-		err = os.MkdirAll(base, 0o700)
-	}
-	if err == nil {
-		err = os.WriteFile(cfgPath, cfgDoc, 0o600)
-	}
+	cfgPath, err := writeBenchConfig(base)
 	if err != nil {
-		return fmt.Errorf("the bench config: %w", err)
+		return err
 	}
 	spec := brokerSpec{Label: fr.Label + "/rule", Base: base, Session: session, Terminal: "deny", Config: cfgPath}
 	if first && r.cfg.CPUProfileDir != "" {

@@ -43,7 +43,7 @@ var (
 	// shadowAsk passes a shadow link and reaches the headless terminal.
 	shadowAsk = askKind{Name: "shadow", Surface: "bash", Value: "cat README.md", Expect: expectDecider(false, provenance.KindUnavailable, "")}
 	// noParseAsk is rule-resolved without the bash parser on either side:
-	// its surface is a tool's, allowed by benchConfig. Beside ruleAsk it
+	// its surface is a tool's, allowed by writeBenchConfig. Beside ruleAsk it
 	// shows what splitting a command line into units costs.
 	noParseAsk = askKind{Name: "rule-noparse", Surface: "webfetch", Value: "https://example.com/status", Expect: expectDecider(true, provenance.KindRule, "")}
 	// compoundAsk is three commands, each allowed by the default rules.
