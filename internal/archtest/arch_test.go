@@ -24,6 +24,7 @@ var layers = map[string]int{
 	"bashunits":                         0,
 	"notify":                            0,
 	"plugins/gen/courier/authorizer/v1": 0,
+	"natsembed":                         0,
 	"provenance":                        1,
 	"intent":                            1,
 	"wire":                              2,
@@ -34,6 +35,7 @@ var layers = map[string]int{
 	// The transport, and the review log.
 	"mailbox":   3,
 	"reviewlog": 3,
+	"natsbox":   3,
 	// Built on the above.
 	"grants":            4,
 	"audit":             4,
@@ -47,10 +49,12 @@ var layers = map[string]int{
 	"plugins/judge":     5,
 	"forward":           5,
 	"serve":             5,
+	"natsbridge":        5,
 	"relay":             6,
+	"natsforward":       6,
 	"agenthook":         6,
 	"prompt":            6,
-	"internal/bench":    6,
+	"internal/bench":    7,
 	"internal/archtest": 7,
 }
 
