@@ -86,10 +86,13 @@ all: build
 # critical path, so it is built without cgo: a static binary that starts
 # no libc (1.4-2.7 ms less per ask; docs/decisions/0021). The long-lived
 # binaries keep cgo, so that the broker reads a `~name` home through NSS
-# as the user's shell does.
+# as the user's shell does. courier-child-nats is the child with the NATS
+# client linked in (-tags nats), which child execs for a NATS transport
+# (docs/decisions/0028).
 build:
 	$(GO) build -o $(BIN)/ $(filter-out %/cmd/child,$(shell $(GO) list ./cmd/...))
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/child
+	CGO_ENABLED=0 $(GO) build -tags nats -o $(BIN)/courier-child-nats ./cmd/child
 
 ## proto: regenerate plugins/gen from plugins/proto. The generators are
 ## pinned as go tool directives in go.mod; protoc comes from Debian and is
@@ -112,6 +115,7 @@ test: fmt-check vet test-deps
 	@mkdir -p $(BIN); figures=$$(mktemp $(abspath $(BIN))/reliability-figures.XXXXXX); \
 	echo "COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./..."; \
 	COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./... && \
+	$(GO) test -race -count=1 -tags nats ./cmd/child && \
 	$(MAKE) --no-print-directory fuzz-short && \
 	{ echo "== reliability figures (fast campaigns; docs/RELIABILITY.md)"; cat $$figures; }; \
 	status=$$?; rm -f $$figures; exit $$status
@@ -157,6 +161,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags nats ./cmd/child
 
 ## lint: gofmt, vet and staticcheck (fetched at a pinned version)
 lint: fmt-check vet

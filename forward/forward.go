@@ -62,6 +62,18 @@ const (
 	reasonNoAnswerFormat = "Session '%s' did not answer within %ss"
 )
 
+// NotServingReason is pi's reason for a target that stopped serving:
+// its heartbeat absent or stale for the forwarding grace.
+func NotServingReason(target string) string {
+	return fmt.Sprintf(reasonNotServingFmt, target)
+}
+
+// NoAnswerReason is pi's reason for a target that did not answer within
+// timeout, the seconds written as pi writes them.
+func NoAnswerReason(target string, timeout time.Duration) string {
+	return fmt.Sprintf(reasonNoAnswerFormat, target, seconds(timeout))
+}
+
 // ReasonNotBound is courier's own: the only answer there was bound to
 // another request (a copy of someone else's answer, or an answer to request
 // bytes that were replaced), or unbound where the parent binds every answer.
@@ -147,14 +159,20 @@ func (c *Client) log(e reviewlog.Entry) {
 // Unresolved is the decision when no parent session could be resolved.
 // The caller logs nothing else: there is no request to speak of.
 func (c *Client) Unresolved(requestID string) decision.Decision {
-	c.log(reviewlog.ForwardingErrorEntry{
-		RequestID: reviewlog.Str(requestID),
-		Message: ReasonNoTarget + ": checked --parent, " + EnvRouterParent + " and " + EnvSubagentParent +
-			"; subagent integrations should set " + EnvSubagentParent,
-	})
+	c.log(UnresolvedEntry(requestID))
 	d := decision.NobodyAnswered(ReasonNoTarget)
 	c.logFinal(requestID, d)
 	return d
+}
+
+// UnresolvedEntry is the review entry saying why no parent session was
+// resolved for the ask requestID, whatever transport would have carried it.
+func UnresolvedEntry(requestID string) reviewlog.Entry {
+	return reviewlog.ForwardingErrorEntry{
+		RequestID: reviewlog.Str(requestID),
+		Message: ReasonNoTarget + ": checked --parent, " + EnvRouterParent + " and " + EnvSubagentParent +
+			"; subagent integrations should set " + EnvSubagentParent,
+	}
 }
 
 // Forward writes req into its target's inbox and waits for the answer. It
@@ -214,6 +232,12 @@ func (c *Client) logFinal(requestID string, d decision.Decision) {
 	if c.Log == nil {
 		return // spares building the entry
 	}
+	c.log(TerminalEntry(requestID, d))
+}
+
+// TerminalEntry is the child's terminal review entry for the forwarded
+// ask requestID that ended with d, whatever transport carried it.
+func TerminalEntry(requestID string, d decision.Decision) reviewlog.Entry {
 	outcome := provenance.OutcomeDenied
 	switch {
 	case d.State == decision.StateApprovedForSession:
@@ -233,10 +257,9 @@ func (c *Client) logFinal(requestID string, d decision.Decision) {
 		e.SessionGrantWidth = string(width)
 	}
 	if d.Approved() {
-		c.log(e)
-	} else {
-		c.log(reviewlog.RequestDeniedEntry(e))
+		return e
 	}
+	return reviewlog.RequestDeniedEntry(e)
 }
 
 func (c *Client) discard(path string) {
@@ -254,8 +277,14 @@ func (c *Client) cleanup(target string) {
 // LogLocal writes the terminal entry of an ask a local session grant
 // answered without forwarding.
 func (c *Client) LogLocal(req wire.Request, d decision.Decision) {
-	c.log(reviewlog.RequestSessionApprovedEntry{
+	c.log(LocalEntry(req, d))
+}
+
+// LocalEntry is the terminal review entry of an ask a local session grant
+// answered without forwarding.
+func LocalEntry(req wire.Request, d decision.Decision) reviewlog.Entry {
+	return reviewlog.RequestSessionApprovedEntry{
 		RequestID: req.ID, RequesterAgentName: req.RequesterAgentName, RequesterSessionID: req.RequesterSessionID,
 		State: string(d.State), Resolution: string(provenance.ResolutionSessionApproved), DecidedBy: d.DecidedBy,
-	})
+	}
 }

@@ -61,11 +61,13 @@ Exit status: 0 (the answer, if any, is on stdout), 2 for a usage error.
 type hookFlags struct {
 	parent, root, logPath, unavailable, main string
 	brokerUser                               string
+	transport                                string
+	nats                                     natsFlags
 	printConfig                              bool
 	timeout                                  time.Duration
 }
 
-func hookFlagSet(f *hookFlags) *flag.FlagSet {
+func hookFlagSet(f *hookFlags, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("child hook", flag.ContinueOnError)
 	fs.StringVar(&f.parent, "parent", "", "the broker's session; default $"+agenthook.EnvSession+", else \""+agenthook.DefaultParent+"\"")
 	fs.StringVar(&f.root, "root", "", "mailbox root; default $PI_CODING_AGENT_DIR/sessions/permission-forwarding")
@@ -75,16 +77,17 @@ func hookFlagSet(f *hookFlags) *flag.FlagSet {
 	fs.StringVar(&f.main, "main", "skip", "the main agent's asks (no agent_id): skip (left to the agent) or forward")
 	fs.StringVar(&f.logPath, "log", "", "append review-log entries (JSON lines) to this file")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the settings to paste for the agent, and exit")
+	transportFlags(fs, &f.transport, &f.nats, getenv)
 	return fs
 }
 
 // parseHookArgs reads `claude-code|codex` and the flags, in either order.
-func parseHookArgs(args []string, stderr io.Writer) (agenthook.CLI, hookFlags, *flag.FlagSet, error) {
+func parseHookArgs(args []string, getenv func(string) string, stderr io.Writer) (agenthook.CLI, hookFlags, *flag.FlagSet, error) {
 	var f hookFlags
-	fs := hookFlagSet(&f)
+	fs := hookFlagSet(&f, getenv)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, hookUsage+"\nFlags of child hook:\n")
+		fmt.Fprint(stderr, hookUsage+transportUsage+"\nFlags of child hook:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -117,12 +120,24 @@ func parseHookArgs(args []string, stderr io.Writer) (agenthook.CLI, hookFlags, *
 
 // runHook is child hook: answer one hook event from stdin.
 func runHook(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cli, f, fs, err := parseHookArgs(args, stderr)
+	cli, f, fs, err := parseHookArgs(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		return usageError(stderr, "hook: %v (see child hook -h)", err)
+	}
+	overNATS, err := isNATS(f.transport)
+	if err != nil {
+		return usageError(stderr, "hook: %v", err)
+	}
+	if overNATS {
+		// This build links no NATS client: its sibling does (decision
+		// 0028), and prints its own path with --print-config, so that
+		// the agent runs it directly.
+		if code, done := execNATS(append([]string{"hook"}, args...), stderr); done {
+			return code
+		}
 	}
 	if f.printConfig {
 		return printHookConfig(cli, f, fs, stdout, stderr)
@@ -161,10 +176,17 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		warn(fmt.Errorf("reading the event from stdin: %w", err))
 	}
+	// Over NATS the mailbox only keeps the subagents' own grants, where
+	// there is one; its heartbeat says nothing of the broker.
+	grantsLayout, keepGrants := h.Layout, true
+	if overNATS {
+		keepGrants = layoutErr == nil && h.Layout.CheckRoot() == nil
+		h.Layout, layoutErr = mailbox.Layout{}, nil
+	}
 	var res agenthook.Result
 	if layoutErr != nil {
 		res = h.Unanswered(data, layoutErr.Error())
-	} else if cerr := h.Layout.CheckRoot(); cerr != nil {
+	} else if cerr := h.Layout.CheckRoot(); cerr != nil && !overNATS {
 		// No broker serves a root that does not exist: nobody can answer.
 		res = h.Unanswered(data, cerr.Error())
 	} else {
@@ -176,19 +198,29 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 				defer logFile.Close()
 			}
 		}
-		client := &forward.Client{
-			Layout: h.Layout, Log: logFile, Timeout: f.timeout, OnWarning: warn,
-			// A few asks, then exit, as child ask (see there).
-			PollFirst: forward.OneShotPollFirst,
+		var fw transportForwarder
+		if overNATS {
+			if fw, err = newNATSForwarder(f.transport, f.nats, f.timeout, logFile, warn); err != nil {
+				return usageError(stderr, "hook: %v", err)
+			}
+		} else {
+			fw = &forward.Client{
+				Layout: h.Layout, Log: logFile, Timeout: f.timeout, OnWarning: warn,
+				// A few asks, then exit, as child ask (see there).
+				PollFirst: forward.OneShotPollFirst,
+			}
 		}
-		defer client.Close()
+		defer fw.Close()
 		ctx, interrupt := context.WithCancelCause(ctx)
 		defer interrupt(nil)
-		h.Forwarder = &interruptOnForward{Client: client, cancel: interrupt}
+		h.Forwarder = &interruptOnForward{Forwarder: fw, cancel: interrupt}
 		home, _ := os.UserHomeDir()
 		h.Home = home
 		h.OpenGrants = func(session string) (agenthook.LocalGrants, error) {
-			g, err := forward.OpenLocalGrants(h.Layout, session, home)
+			if !keepGrants {
+				return nil, nil
+			}
+			g, err := forward.OpenLocalGrants(grantsLayout, session, home)
 			if err != nil {
 				return nil, err
 			}
@@ -225,12 +257,17 @@ func printHookConfig(cli agenthook.CLI, f hookFlags, fs *flag.FlagSet, stdout, s
 		switch fl.Name {
 		case "print-config":
 			return
-		case "root", "log":
+		case "root", "log", "nats-creds", "nats-nkey", "nats-password-file", "nats-ca", "nats-cert", "nats-key":
 			abs, err := filepath.Abs(v)
 			if err != nil {
 				flagErr = err
 			}
 			v = abs
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			// A bool flag takes no separate value word.
+			words = append(words, "--"+fl.Name+"="+v)
+			return
 		}
 		words = append(words, "--"+fl.Name, v)
 	})
@@ -253,7 +290,7 @@ func oneLine(s string) string {
 // either. The events that forward nothing (the main agent's, a refused
 // event, a session's own grant) never arm it.
 type interruptOnForward struct {
-	*forward.Client
+	agenthook.Forwarder
 	cancel context.CancelCauseFunc
 	once   sync.Once
 }
@@ -263,5 +300,5 @@ func (f *interruptOnForward) Forward(ctx context.Context, req wire.Request) deci
 		sig := interruptible(context.Background())
 		context.AfterFunc(sig, func() { f.cancel(context.Cause(sig)) })
 	})
-	return f.Client.Forward(ctx, req)
+	return f.Forwarder.Forward(ctx, req)
 }

@@ -120,6 +120,8 @@ type askFlags struct {
 	parent, session, agent, surface, value, tool string
 	root, cwd, boundary, floor, logPath          string
 	brokerUser                                   string
+	transport                                    string
+	nats                                         natsFlags
 	timeout, pollInterval                        time.Duration
 	noHeartbeat                                  bool
 	watch                                        mailbox.WatchMode
@@ -151,6 +153,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 // defaults as documented rather than as this environment sets them.
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, usage)
+	fmt.Fprint(w, transportUsage)
 	fmt.Fprint(w, "\nFlags of child ask:\n")
 	fs := askFlagSet(new(askFlags), func(string) string { return "" })
 	fs.SetOutput(w)
@@ -178,6 +181,7 @@ func askFlagSet(f *askFlags, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&f.logPath, "log", "", "append review-log entries (JSON lines) to this file")
 	fs.TextVar(&f.watch, "watch", mailbox.WatchFSNotify, "how to wait for the answer: fsnotify or poll")
 	fs.DurationVar(&f.pollInterval, "poll-interval", mailbox.DefaultPollInterval, "poll interval with --watch=poll")
+	transportFlags(fs, &f.transport, &f.nats, getenv)
 	return fs
 }
 
@@ -199,6 +203,16 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 	if f.timeout <= 0 {
 		return usageError(stderr, "--timeout must be positive, got %s", f.timeout)
 	}
+	overNATS, err := isNATS(f.transport)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	if overNATS {
+		// This build links no NATS client: its sibling does (decision 0028).
+		if code, done := execNATS(append([]string{"ask"}, args...), stderr); done {
+			return code
+		}
+	}
 	if f.agent == "" {
 		f.agent = getenv("PI_SUBAGENT_NAME")
 	}
@@ -208,17 +222,13 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 	if f.cwd == "" {
 		f.cwd, _ = os.Getwd()
 	}
-	root, err := mailbox.ResolveRoot(f.root)
-	if err != nil {
+	layout, err := askLayout(f.root, f.brokerUser, getenv)
+	if err != nil && !overNATS {
 		return usageError(stderr, "%v", err)
 	}
-	layout, err := resolveLayout(root, f.brokerUser, getenv)
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	if err := layout.CheckRoot(); err != nil {
-		return usageError(stderr, "%v", err)
-	}
+	// Over NATS the mailbox only keeps this session's own grants, where
+	// there is one: no mailbox is no grants, not an error.
+	haveMailbox := err == nil
 
 	var logFile *reviewlog.Log
 	if f.logPath != "" {
@@ -245,19 +255,30 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 	// This session's own grants ("yes, for this subagent only") answer
 	// first; they are an optimisation, so trouble reading them only warns.
-	home, _ := os.UserHomeDir()
-	local, err := forward.OpenLocalGrants(client.Layout, req.RequesterSessionID, home)
-	if err != nil {
-		fmt.Fprintf(stderr, "child: warning: this session's grants are not used: %v\n", err)
+	var local *forward.LocalGrants
+	if haveMailbox {
+		home, _ := os.UserHomeDir()
+		if local, err = forward.OpenLocalGrants(client.Layout, req.RequesterSessionID, home); err != nil {
+			fmt.Fprintf(stderr, "child: warning: this session's grants are not used: %v\n", err)
+		}
 	}
 	if d, ok := local.Resolve(req); ok {
 		client.LogLocal(req, d)
 		return report(stdout, stderr, req.ID, d)
 	}
 	var d decision.Decision
-	if target == "" {
+	switch {
+	case target == "":
 		d = client.Unresolved(req.ID)
-	} else {
+	case overNATS:
+		req.TargetSessionID = target
+		fw, err := newNATSForwarder(f.transport, f.nats, f.timeout, logFile, client.OnWarning)
+		if err != nil {
+			return usageError(stderr, "%v", err)
+		}
+		defer fw.Close()
+		d = fw.Forward(interruptible(ctx), req)
+	default:
 		req.TargetSessionID = target
 		d = client.Forward(interruptible(ctx), req)
 	}
@@ -265,10 +286,30 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 		fmt.Fprintf(stderr, "child: warning: %v\n", err)
 	}
 	code := report(stdout, stderr, req.ID, d)
-	if d.Unavailable() && target != "" {
+	switch {
+	case d.Unavailable() && target != "" && overNATS:
+		fmt.Fprintf(stderr, "child: asked session %q through the NATS engine at %s\n", target, redactURL(f.transport))
+	case d.Unavailable() && target != "":
 		whereLooked(stderr, layout, target)
 	}
 	return code
+}
+
+// askLayout is the mailbox child ask uses: root (else the default root)
+// as resolveLayout reads it, checked to exist.
+func askLayout(root, brokerUser string, getenv func(string) string) (mailbox.Layout, error) {
+	root, err := mailbox.ResolveRoot(root)
+	if err != nil {
+		return mailbox.Layout{}, err
+	}
+	layout, err := resolveLayout(root, brokerUser, getenv)
+	if err != nil {
+		return mailbox.Layout{}, err
+	}
+	if err := layout.CheckRoot(); err != nil {
+		return mailbox.Layout{}, err
+	}
+	return layout, nil
 }
 
 // whereLooked follows an unavailable answer from a parent that is not
