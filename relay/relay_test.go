@@ -93,7 +93,7 @@ func TestDelegationLogsEachRelayedAsk(t *testing.T) {
 			t.Cleanup(up.Close)
 			startBroker(t, &serve.Broker{
 				Layout: layout, Session: "mid", Policy: policy(), Log: log, SweepInterval: 20 * time.Millisecond,
-				Terminal: &Terminal{Client: up, Session: "mid", Parent: "top"},
+				Terminal: &Terminal{Forwarder: up, Session: "mid", Parent: "top"},
 				Chain:    &Delegation{Links: links, Log: log, OnError: func(err error) { t.Error(err) }},
 			})
 

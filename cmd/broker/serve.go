@@ -90,7 +90,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage, isolationUsage, intentUsage, "\nFlags:\n")
+		fmt.Fprint(stderr, serveUsage, isolationUsage, intentUsage, natsUsage, "\nFlags:\n")
 		printVisibleDefaults(fs)
 	}
 	session := fs.String("session", "", "the serving session id (required)")
@@ -107,6 +107,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	verbose := fs.Bool("verbose", false, "print the plugin host's diagnostic log (plugin starts and failures, go-plugin's debug lines, what plugins print) on stderr; without it, its Info and above go to the review log as "+plugins.LogEvent+" entries")
 	askGroup := fs.String("ask-group", "", "the isolation mode: the broker runs as its own user, and members of this group (a name or a numeric gid) ask as theirs; see the isolation mode above and docs/THREAT-MODEL.md")
 	intentOpts := addIntentFlags(fs)
+	natsOpts := addNATSFlags(fs)
 	notifyCmd := fs.String("notify-cmd", "", "with --terminal tty: a command run when asks arrive (at most once a second), the ask in its environment (COURIER_ASK_SUMMARY, …); split into words without a shell")
 	// Hidden: for courier-bench and anyone profiling the serve loop; not
 	// an operator's flag, so the usage does not list it.
@@ -122,6 +123,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *session == "" {
 		return serveError(stderr, "--session ID is required")
+	}
+	if err := natsOpts.check(*terminal); err != nil {
+		return serveError(stderr, "%v", err)
 	}
 	transcript, err := intentOpts.open()
 	if err != nil {
@@ -221,7 +225,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	term, err := newTerminal(terminalSpec{
 		kind: kind, layout: layout, session: *session, log: review, stderr: stderr,
 		parent: *parent, forwardingTimeout: cfg.ForwardingTimeout, watch: watchOpts,
-		notifyCmd: *notifyCmd, promptTimeout: cfg.PromptTimeout,
+		notifyCmd: *notifyCmd, promptTimeout: cfg.PromptTimeout, ctx: ctx, nats: natsOpts,
 	})
 	if err != nil && chosen != "" && errors.Is(err, prompt.ErrNoTerminal) {
 		// Chosen for the operator, not by them: no prompt after all.
@@ -300,10 +304,38 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if mode != "" {
 		fmt.Fprintf(stderr, "broker: %s\n", mode)
 	}
+	serveCtx, stopNATS := ctx, func() error { return nil }
+	if natsOpts.enabled() {
+		ns, err := startNATS(ctx, natsOpts, layout, *session, review, ctx.Done(), stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "broker serve: %v\n", err)
+			return natsExit(err)
+		}
+		var stopServe context.CancelFunc
+		serveCtx, stopServe = context.WithCancel(ctx)
+		defer stopServe()
+		// A bridge that ends by itself (it lost the session's lease to
+		// another broker) ends serving too.
+		go func() {
+			select {
+			case <-ns.ended:
+				stopServe()
+			case <-serveCtx.Done():
+			}
+		}()
+		stopNATS = ns.stop
+		// One write with the line after it, which says what a child on
+		// this host passes: whoever reads the first reads both.
+		fmt.Fprintf(stderr, "broker: serving session %q over NATS at %s\n%s", *session, ns.where, ns.childLine)
+	}
 	fmt.Fprintf(stderr, "broker: serving session %q at %s (rules: %s; %d session grants; %d authorizer links; terminal: %s; log: %s)\n",
 		*session, rootDir, source, policy.Sessions().Len(), links.Len(), kind, logName)
-	if err := b.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "broker: %v\n", err)
+	runErr := b.Run(serveCtx)
+	if err := stopNATS(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "broker: %v\n", runErr)
 		return 1
 	}
 	fmt.Fprintln(stderr, "broker: stopped")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,10 @@ type terminalSpec struct {
 	// promptTimeoutMs, for --terminal tty.
 	notifyCmd     string
 	promptTimeout time.Duration
+	// ctx and nats, for --terminal relay over NATS (--relay-transport):
+	// the connection is made when the terminal is.
+	ctx  context.Context
+	nats *natsFlags
 }
 
 // openTerminal is a terminal and what to release when serving ends.
@@ -51,11 +56,14 @@ func newTerminal(spec terminalSpec) (openTerminal, error) {
 		if !ok {
 			return openTerminal{}, fmt.Errorf("--terminal relay needs this session's parent: --parent, $%s or $%s (a parent equal to --session is skipped)", forward.EnvRouterParent, forward.EnvSubagentParent)
 		}
+		if spec.nats != nil && spec.nats.relayURL != "" {
+			return openNATSRelay(spec, parent)
+		}
 		client := &forward.Client{
 			Layout: spec.layout, Log: spec.log, Timeout: spec.forwardingTimeout, Watch: spec.watch,
 			OnWarning: func(err error) { fmt.Fprintf(spec.stderr, "broker: relay: %v\n", err) },
 		}
-		return openTerminal{Terminal: &relay.Terminal{Client: client, Session: spec.session, Parent: parent}, close: client.Close}, nil
+		return openTerminal{Terminal: &relay.Terminal{Forwarder: client, Session: spec.session, Parent: parent}, close: client.Close}, nil
 	case "tty":
 		return openPrompt(spec)
 	}
