@@ -46,11 +46,11 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("courier-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	binDir := fs.String("bin", "bin", "directory holding broker, child, courier-authz-readonly and "+bench.NoopBinary)
+	binDir := fs.String("bin", "bin", "directory holding broker, child, courier-child-nats (the nats scenario), courier-authz-readonly and "+bench.NoopBinary)
 	out := fs.String("out", "bench-results.json", "where to write the figures as JSON")
 	tmpfs := fs.String("tmpfs", "/dev/shm", "a directory on tmpfs for the mailbox roots; empty skips tmpfs")
 	disk := fs.String("disk", os.TempDir(), "a directory on the project's disk for the mailbox roots; empty skips disk")
-	profile := fs.String("cpuprofile-dir", "", "write a CPU profile of the first rule-resolved broker here")
+	profile := fs.String("cpuprofile-dir", "", "write a CPU profile of the first rule-resolved broker, and of the nats scenario's brokers, here")
 	quick := fs.Bool("quick", false, "a smoke run with small counts (figures not comparable)")
 	budget := fs.Duration("budget", bench.DefaultBudget, "skip the scenarios not started by then (0: no budget)")
 	only := fs.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(bench.Scenarios, ", ")+" ("+strings.Join(bench.OnRequest, " and ")+" run only when named)")

@@ -38,12 +38,15 @@ const hookAllow = `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","d
 
 // childEnv is the environment of a `child` process: the driver's, with
 // pi's parent variables removed (the parent is a flag, or deliberately
-// absent) and the agent directory pointed into the run's private base.
+// absent), the transport settings removed (a COURIER_TRANSPORT of the
+// operator's would carry the file child's asks over NATS; the transport is
+// a flag too) and the agent directory pointed into the run's private base.
 func childEnv(agentDir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == forward.EnvRouterParent || k == forward.EnvSubagentParent || k == mailbox.EnvAgentDir || k == "COURIER_SESSION" {
+		if k == forward.EnvRouterParent || k == forward.EnvSubagentParent || k == mailbox.EnvAgentDir || k == "COURIER_SESSION" ||
+			k == "COURIER_TRANSPORT" || strings.HasPrefix(k, "COURIER_NATS_") {
 			continue
 		}
 		env = append(env, kv)

@@ -69,6 +69,23 @@
 //     holding them, and the orderly stop that answers them all.
 //   - backlog: 10,000 rule-resolved requests written before the broker
 //     starts; from starting the process to the last response file.
+//   - nats (the run's first filesystem only, about 35 s; issue 21): one
+//     `broker serve --terminal deny --nats URL --nats-local` serving its
+//     file inbox and a NATS JetStream server this process embeds
+//     (natsembed, a free loopback port, its store under the run's base).
+//     The rule-resolved round trip at one requester through both
+//     transports in turn, ask by ask (forward.Client with its watch; a
+//     long-lived natsforward.Client with a connection of its own); the
+//     rates of each at 1, 8 and 32 requesters; real `child ask`
+//     processes over the mailbox and with `--transport nats://…` (which
+//     execs courier-child-nats), in turn. Then three embedded servers
+//     routed into a cluster, the broker given every URL and
+//     --nats-replicas 3, the requesters connected to a node other than
+//     the broker's: the round trip (file asks in turn on the same broker)
+//     and the NATS rate at 8 requesters. Every NATS figure stands beside
+//     the file figure of the same run, with their ratio. The engine runs
+//     in this process, so the requesters' CPU per NATS ask includes the
+//     server's.
 //
 // Two more run only when --only names them (a minute and a half, and
 // gigabytes written):

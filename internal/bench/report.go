@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -426,7 +427,7 @@ func (res *Results) WriteTable(w io.Writer) error {
 		header += "\t" + fr.Label + " (" + where + ")"
 	}
 	fmt.Fprintln(tw, header+"\t")
-	for _, r := range rows {
+	for _, r := range slices.Concat(rows, natsRows) {
 		line := r.name
 		for _, fr := range res.Filesystems {
 			line += "\t" + r.cell(fr)

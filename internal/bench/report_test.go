@@ -43,6 +43,7 @@ func sampleResults() *Results {
 		FloodDeny: &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 9 * time.Millisecond}, P99Ratio: 4.5},
 		FloodTTY:  &FloodResult{Quiet: Summary{N: 100, P99: 2 * time.Millisecond}, Flooded: Summary{N: 100, P99: 40 * time.Millisecond}, P99Ratio: 20},
 		HeldMiB:   &HeldMiBResult{N: 3000, Memory: Memory{RSS: 100 << 10}},
+		NATS:      natsSample(),
 	}
 	fr.PollRatio = Ratio(fr.Poll.Latency.P50, fr.Rule.Latency.P50)
 	disk := &FSResult{Label: "disk", FSType: "ext4", Dir: "/tmp", Rule: fakeRun(1, 3*time.Millisecond, 9*time.Millisecond, 300)}
@@ -144,7 +145,7 @@ func TestTableEndsWithHeadline(t *testing.T) {
 		t.Errorf("last line = %q", last)
 	}
 	out := buf.String()
-	for _, want := range []string{"tmpfs (tmpfs, /dev/shm)", "disk (ext4, /tmp)", "400 / 400 / 900 / 900 [n=100]", "MISSED", "625×"} {
+	for _, want := range []string{"tmpfs (tmpfs, /dev/shm)", "disk (ext4, /tmp)", "400 / 400 / 900 / 900 [n=100]", "MISSED", "625×", "NATS/file p50 ×2.50, p99 ×2.50"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -165,6 +166,14 @@ func TestJSONCarriesTheHeadline(t *testing.T) {
 					P50 int64 `json:"p50_us"`
 				} `json:"latency"`
 			} `json:"rule_serial"`
+			NATS *struct {
+				Serial struct {
+					Latency struct {
+						P50 int64 `json:"p50_us"`
+					} `json:"latency"`
+				} `json:"nats_serial"`
+				Ratios map[string]float64 `json:"nats_over_file"`
+			} `json:"nats"`
 		} `json:"filesystems"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
@@ -172,6 +181,12 @@ func TestJSONCarriesTheHeadline(t *testing.T) {
 	}
 	if back.Headline.RuleP50us != 400 || back.Headline.AsksPerSec != 4100 || len(back.Filesystems) != 2 || back.Filesystems[0].Rule.Latency.P50 != 400 {
 		t.Errorf("round trip of the JSON = %+v", back)
+	}
+	if n := back.Filesystems[0].NATS; n == nil || n.Serial.Latency.P50 != 1250 || n.Ratios["p50"] != 2.5 {
+		t.Errorf("the NATS figures in the JSON = %+v", n)
+	}
+	if back.Filesystems[1].NATS != nil {
+		t.Errorf("the disk, where nats did not run, has NATS figures: %+v", back.Filesystems[1].NATS)
 	}
 }
 

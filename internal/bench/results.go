@@ -74,6 +74,10 @@ type FSResult struct {
 	FloodDeny *FloodResult   `json:"flood_deny"`
 	FloodTTY  *FloodResult   `json:"flood_tty"`
 	HeldMiB   *HeldMiBResult `json:"held_1mib"`
+	// NATS is the same broker asked over its file inbox and over a NATS
+	// JetStream engine, and a three-node cluster (the run's first
+	// filesystem only).
+	NATS *NATSResult `json:"nats,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }

@@ -88,8 +88,8 @@ type Config struct {
 	// Progress receives a line per step while the run goes (stderr).
 	Progress io.Writer
 	// CPUProfileDir, when set, makes the first filesystem's rule-resolved
-	// broker write a CPU profile of its whole life there (broker serve's
-	// hidden --cpuprofile flag).
+	// broker, and the nats scenario's brokers, write a CPU profile of
+	// their whole life there (broker serve's hidden --cpuprofile flag).
 	CPUProfileDir string
 	// Command is recorded in the results.
 	Command string
@@ -99,7 +99,7 @@ type Config struct {
 	// minutes. DefaultBudget is make bench's.
 	Budget time.Duration
 	// Only, when not empty, runs just the named scenarios (rule, child,
-	// plugin, shadow, poll, tty, backlog): for profiling one of them. Figures of
+	// plugin, shadow, poll, tty, backlog, nats): for profiling one of them. Figures of
 	// the others are then missing and their targets not judged.
 	Only []string
 	// HeldMiBArgs are the `broker serve` flags of the broker that holds
@@ -118,7 +118,7 @@ var DefaultHeldMiBArgs = []string{"--max-pending", "4096"}
 const DefaultBudget = 4*time.Minute + 15*time.Second
 
 // Scenarios are the names Config.Only accepts, in the order they run.
-var Scenarios = []string{"rule", "child", "plugin", "shadow", "poll", "tty", "backlog", "flood", "floodtty"}
+var Scenarios = []string{"rule", "child", "plugin", "shadow", "poll", "tty", "backlog", "nats", "flood", "floodtty"}
 
 // OnRequest are the scenarios that run only when Config.Only names them:
 // the floods of issue 14 take a minute and a half and write gigabytes,
@@ -239,6 +239,7 @@ func (r *runner) runFilesystem(ctx context.Context, fs Filesystem, first bool) (
 		{"poll", r.pollScenario},
 		{"tty", r.ttyScenario},
 		{"backlog", r.backlogScenario},
+		{"nats", r.natsScenario},
 		{"flood", r.floodScenario},
 		{"floodtty", r.floodTTYScenario},
 	}
@@ -284,10 +285,17 @@ const session = "bench-parent"
 // LoadRun, with the CPU each side spent per ask. The CPU samples bracket
 // the warm-up too, which at a few asks per requester is noise.
 func (r *runner) measure(ctx context.Context, b *brokerProc, d *driver, k askKind, requesters, warmup, count int, duration time.Duration) *LoadRun {
+	return measureLoop(b, d, requesters, warmup, func() loadResult { return d.closedLoop(ctx, k, requesters, warmup, count, duration) })
+}
+
+// measureLoop runs loop, a closed loop of requesters that each made
+// warmup asks first, and turns it into a LoadRun with the CPU each side
+// spent per ask.
+func measureLoop(b *brokerProc, d *driver, requesters, warmup int, loop func() loadResult) *LoadRun {
 	before := d.fallbacks.Load()
 	b0, berr0 := ReadCPU(b.pid())
 	d0, derr0 := ReadCPU(os.Getpid())
-	res := d.closedLoop(ctx, k, requesters, warmup, count, duration)
+	res := loop()
 	b1, berr1 := ReadCPU(b.pid())
 	d1, derr1 := ReadCPU(os.Getpid())
 	lr := newLoadRun(res, d.fallbacks.Load()-before)

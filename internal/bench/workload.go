@@ -99,7 +99,7 @@ func (d *driver) client() *forward.Client {
 
 // ask makes one ask and times it from before the request is built to the
 // decision in hand: what a child's gate waits.
-func (d *driver) ask(ctx context.Context, c *forward.Client, session string, k askKind) (time.Duration, error) {
+func (d *driver) ask(ctx context.Context, c forward.Forwarder, session string, k askKind) (time.Duration, error) {
 	id, err := forward.NewRequestID()
 	if err != nil {
 		return 0, fmt.Errorf("minting a request id: %w", err)
@@ -142,6 +142,14 @@ func (r loadResult) AsksPerSec() float64 { return Rate(len(r.Latencies), r.Elaps
 // the duration keeps a slow disk within the run's time budget. Elapsed
 // runs from that common start to the last answer.
 func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, count int, duration time.Duration) loadResult {
+	c := d.client()
+	defer c.Close()
+	return d.closedLoopVia(ctx, c, k, requesters, warmup, count, duration)
+}
+
+// closedLoopVia is closedLoop through the forwarder c, which the caller
+// owns: the NATS scenario runs the same loop over another transport.
+func (d *driver) closedLoopVia(ctx context.Context, c forward.Forwarder, k askKind, requesters, warmup, count int, duration time.Duration) loadResult {
 	res := loadResult{Requesters: requesters}
 	var (
 		mu       sync.Mutex
@@ -164,8 +172,6 @@ func (d *driver) closedLoop(ctx context.Context, k askKind, requesters, warmup, 
 		res.Latencies = append(res.Latencies, lat)
 	}
 	var deadline time.Time
-	c := d.client()
-	defer c.Close()
 	warmed.Add(requesters)
 	finished.Add(requesters)
 	for i := range requesters {
