@@ -38,6 +38,7 @@ func TestReliability(t *testing.T) {
 	t.Run("watcher_faults", s.watcherFaults)
 	t.Run("plugin_faults", s.pluginFaults)
 	t.Run("isolation", s.isolation)
+	t.Run("nats", s.nats)
 }
 
 // suite is what every campaign shares.
@@ -69,6 +70,14 @@ func buildBinaries(t *testing.T) string {
 	cmd.Dir = module
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the binaries: %v\n%s", err, out)
+	}
+	// The child's NATS sibling, which child execs for a nats:// transport,
+	// built as `make build` builds it (decision 0028).
+	cmd = exec.Command("go", "build", "-tags", "nats", "-o", filepath.Join(bin, "courier-child-nats"), "./cmd/child")
+	cmd.Dir = module
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building courier-child-nats: %v\n%s", err, out)
 	}
 	// Another user runs them (watcher_faults, with inotify exhausted).
 	for _, dir := range []string{bin, filepath.Dir(bin)} {
