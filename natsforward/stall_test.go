@@ -18,9 +18,9 @@ type stallProxy struct {
 	ln       net.Listener
 	upstream string
 
-	mu      sync.Mutex
-	resume  chan struct{}
-	conns   []net.Conn
+	mu     sync.Mutex
+	resume chan struct{}
+	conns  []net.Conn
 }
 
 func newStallProxy(t *testing.T, upstream string) *stallProxy {
