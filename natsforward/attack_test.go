@@ -87,6 +87,8 @@ func TestForwardWithstandsAFloodOfPlants(t *testing.T) {
 // publish there; this is a same-owner peer or an unauthenticated local
 // server.)
 func TestForwardNeverTakesAKeptPlantThatSquatsTheBrokersMsgID(t *testing.T) {
+	// Waits on timers, not the CPU: run beside the other slow waits.
+	t.Parallel()
 	for _, tt := range []struct {
 		name         string
 		disconnected bool

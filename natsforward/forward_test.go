@@ -309,6 +309,8 @@ func TestForwardUnpublishedIsNotWritten(t *testing.T) {
 // answers before the child is back: the child, not subscribed when it
 // was published, takes the answer the engine kept.
 func TestForwardTakesTheAnswerKeptWhileDisconnected(t *testing.T) {
+	// Waits on timers, not the CPU: run beside the other slow waits.
+	t.Parallel()
 	dir := t.TempDir()
 	e := startEngine(t, dir, -1)
 	port := e.port(t)
@@ -436,6 +438,8 @@ func TestForwardWithinTheOwnersPermissions(t *testing.T) {
 // publishAckTimeout, not a broker that did not answer at the ask's
 // timeout; and the broker is told, in case the request was stored.
 func TestForwardUnacknowledgedIsNotWritten(t *testing.T) {
+	// Waits on timers, not the CPU: run beside the other slow waits.
+	t.Parallel()
 	e := startEngineConf(t, t.TempDir(), -1, filepath.Join("..", "natsbox", "testdata", "permissions.conf"))
 	b := newFakeBroker(t, e, parent)
 	b.heartbeat(true)

@@ -15,6 +15,8 @@ import (
 // engine about one request a second (the heartbeat is written once a
 // second), not twenty. The figure is logged per waiting ask.
 func TestWaitingAsksLoadTheEngineLightly(t *testing.T) {
+	// Waits on timers, not the CPU: run beside the other slow waits.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits several seconds")
 	}

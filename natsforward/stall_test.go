@@ -132,6 +132,8 @@ const deadlineMargin = 500 * time.Millisecond
 // small margin; the decision is unavailable, never a denial. The overrun
 // is logged.
 func TestForwardKeepsItsDeadlineWhateverTheEngineDoes(t *testing.T) {
+	// Waits on timers, not the CPU: run beside the other slow waits.
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		timeout time.Duration

@@ -35,13 +35,24 @@ import (
 // up on its own, allowed only where the case says so).
 func (s *suite) nats(t *testing.T) {
 	t.Run("answers", s.natsAnswers)
-	t.Run("broker_sigkill", s.natsBrokerSigkill)
 	t.Run("broker_kills", s.natsBrokerKills)
 	t.Run("server_restart", s.natsServerRestart)
 	t.Run("reconnect", s.natsReconnect)
-	t.Run("partition", s.natsPartition)
 	t.Run("slow_consumer", s.natsSlowConsumer)
 	t.Run("cluster", s.natsCluster)
+	// These two mostly wait (a standby's lease lapsing, children's
+	// deadlines running out): together, once the others are done, on
+	// servers and roots of their own.
+	t.Run("broker_sigkill", parallel(s.natsBrokerSigkill))
+	t.Run("partition", parallel(s.natsPartition))
+}
+
+// parallel runs a campaign as a parallel subtest.
+func parallel(campaign func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		campaign(t)
+	}
 }
 
 // natsOwner is the asking identity every child gives (--nats-owner).
