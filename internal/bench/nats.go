@@ -51,8 +51,7 @@ const clusterNodes = 3
 // the whole run keeps to its five minutes.
 func (r *runner) natsScenario(ctx context.Context, fr *FSResult, base string, first bool) error {
 	if !first {
-		r.progress("[%s] nats: measured on the run's first filesystem only (a figure of the transport)", fr.Label)
-		return nil
+		return nil // FirstFilesystemOnly: Run does not call it then
 	}
 	plan := planNATS(r.cfg.Counts)
 	res := &NATSResult{Engine: fmt.Sprintf("embedded NATS JetStream server in the driver's process, loopback, store on %s", fr.FSType)}
