@@ -38,8 +38,13 @@ const (
 	// on waiting asks alone.
 	DefaultMaxInFlightPerOwner = 256
 	// ackWait is how long the engine waits for an ack before it delivers
-	// a message again; a redelivery is deduplicated anyway.
-	ackWait = 30 * time.Second
+	// a message again. A redelivery is deduplicated (the inbox, the
+	// marker, the kept answer), so it only costs a look; a long wait
+	// costs the asks a fetch delivered to a connection that then died or
+	// stalled (a cluster node lost under a frozen broker: 28 s in the
+	// soak with 30 s here). Messages are handled one after the other and
+	// acked at the latest when their batch is flushed, well within it.
+	ackWait = 5 * time.Second
 	// fetchWait bounds one fetch, so that a stop is noticed.
 	fetchWait = time.Second
 	// sweepEvery is how often markers whose ask ended without an answer
