@@ -2,6 +2,10 @@
 // process: the one-host set-up of issue 21 (`broker serve --nats-listen`) and
 // the tests' engine, so nothing outside the process is needed.
 //
+// Without a config of the operator's, the broker's server gets two users
+// with generated passwords (PrepareUsers): a server without users would
+// admit every process that can connect.
+//
 // It imports no courier package (layer 0). The server's own logging is off
 // unless Options.Log is given, and it binds only the addresses asked for:
 // an empty Host means loopback, never every interface.

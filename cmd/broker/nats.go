@@ -146,7 +146,7 @@ func (f *natsFlags) check(terminal string) error {
 			return fmt.Errorf("--nats-listen %s without --nats-config: a server off the loopback address is for remote children, who need users, permissions and TLS; give them in a nats-server config file (--nats-config), or listen on 127.0.0.1", f.listen)
 		}
 		if f.config == "" && f.creds.given() {
-			return fmt.Errorf("--nats-listen without --nats-config: the embedded server has its own users and the broker connects as %q with its password file in the store; --nats-local, --nats-creds, --nats-nkey, --nats-user, --nats-password-file, --nats-ca, --nats-cert and --nats-key are for a server of your own (--nats URL, or --nats-listen with --nats-config)", embeddedBroker)
+			return fmt.Errorf("--nats-listen without --nats-config: the embedded server has its own users and the broker connects as %q with its password file in the store; --nats-local, --nats-creds, --nats-nkey, --nats-user, --nats-password-file, --nats-ca, --nats-cert and --nats-key are for a server of your own (--nats URL, or --nats-listen with --nats-config)", natsembed.BrokerUser)
 		}
 	}
 	return nil
@@ -201,12 +201,16 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 		if store == "" {
 			store = filepath.Join(layout.StateDir(), "nats")
 		}
-		var users embeddedUsers
+		var users natsembed.Users
 		if f.config == "" {
 			// Never a server without users: it would admit every
 			// process of the machine as the broker and every owner.
+			askGroup := -1
+			if layout.Isolation != nil {
+				askGroup = layout.Isolation.GID
+			}
 			var err error
-			if users, err = prepareEmbeddedUsers(store, layout.Isolation); err != nil {
+			if users, err = natsembed.PrepareUsers(store, askGroup); err != nil {
 				return nil, err
 			}
 		} else if err := os.MkdirAll(store, 0o700); err != nil {
@@ -217,7 +221,7 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 		}
 		config := f.config
 		if config == "" {
-			config = users.config
+			config = users.Config
 		}
 		opts := natsembed.Options{Host: host, Port: port, StoreDir: store, ConfigFile: config, NoLog: true}
 		if f.config == "" {
@@ -245,8 +249,8 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 		url = srv.ClientURL()
 		where = fmt.Sprintf("%s (embedded, store %s)", url, store)
 		if f.config == "" {
-			creds = natsCreds{user: embeddedBroker, passwordFile: users.brokerPassword}
-			where = fmt.Sprintf("%s (embedded, store %s, users %s and %s)", url, store, embeddedBroker, embeddedOwner)
+			creds = natsCreds{user: users.Broker, passwordFile: users.BrokerPassword}
+			where = fmt.Sprintf("%s (embedded, store %s, users %s and %s)", url, store, users.Broker, users.Owner)
 			childLine = "broker: a child on this host asks over NATS with: " + childFlags(url, users) + "\n"
 		}
 	}
@@ -268,7 +272,7 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 		OnError: func(err error) { fmt.Fprintf(stderr, "broker: %v\n", err) },
 	}
 	if host, err := os.Hostname(); err == nil {
-		bridge.Holder, bridge.EarlierRun = leaseHolder(os.Getpid(), host, layout.Root+dirIdentity(layout.Root))
+		bridge.Holder, bridge.EarlierRun = natsbridge.Holder(os.Getpid(), host, layout.Root)
 	}
 	running, stopBridge := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -297,33 +301,20 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 	}}, nil
 }
 
-// leaseHolder is how this broker describes itself in the session's lease,
-// and which leases it may take over as its earlier run's: exactly
-// "broker pid N on HOST, root ROOT" with this host and root and any pid,
-// this one's too (a broker restarted in a container is pid 1 again). The
-// host and root (the path and, where the system has them, the
-// directory's device and inode: dirIdentity) identify the broker across
-// its runs, and the serving lock this run holds proves that an earlier
-// run under them ended (natsbridge.Bridge.EarlierRun). The inode tells
-// apart two containers that share the host's name (host networking) and
-// mount their own volumes at the same path. The description is parsed
-// whole, not matched by its end: a root path of another broker that ends
-// in " on HOST, root ROOT" must not make its live lease look like ours.
-func leaseHolder(pid int, host, root string) (string, func(string) bool) {
-	same := fmt.Sprintf(" on %s, root %s", host, root)
-	earlier := func(holder string) bool {
-		rest, ok := strings.CutPrefix(holder, "broker pid ")
-		if !ok {
-			return false
-		}
-		digits, ok := strings.CutSuffix(rest, same)
-		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
-			return false
-		}
-		n, err := strconv.Atoi(digits)
-		return err == nil && n > 0 && strconv.Itoa(n) == digits
+// childFlags is what a child on this host passes to ask through the
+// embedded server: its URL, the owner's user and its password file (the
+// owner defaults to the user).
+func childFlags(url string, u natsembed.Users) string {
+	return "--transport " + shellWord(url) + " --nats-user " + u.Owner + " --nats-password-file " + shellWord(u.OwnerPassword)
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but plain
+// path characters.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@%+=,") == "" {
+		return s
 	}
-	return fmt.Sprintf("broker pid %d%s", pid, same), earlier
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // connectNATS connects (natsbox.Connect: credentials required off a

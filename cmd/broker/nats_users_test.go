@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -334,50 +331,4 @@ func checkMode(t *testing.T, path string, mode os.FileMode, gid int) {
 	if gid >= 0 && int(st.Gid) != gid {
 		t.Errorf("%s: group %d, want %d", path, st.Gid, gid)
 	}
-}
-
-// The generated users have exactly the permissions of natsbox's tested
-// layout: the broker row as it is, and the owner row of alice with the
-// owner local. A change to the layout fails here until serverConfig
-// follows it.
-func TestEmbeddedPermissionsMatchTheLayout(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "natsbox", "testdata", "permissions.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout := userPermissions(t, string(data))
-	generated := userPermissions(t, serverConfig(strings.Repeat("b", 43), strings.Repeat("l", 43)))
-	if len(generated) != 2 {
-		t.Errorf("generated users %v, want broker and local only", generated)
-	}
-	for user, want := range map[string]string{"broker": layout["broker"], "local": strings.ReplaceAll(layout["alice"], "alice", "local")} {
-		if want == "" || generated[user] != want {
-			t.Errorf("user %s: generated permissions\n%s\nthe layout's\n%s", user, generated[user], want)
-		}
-	}
-}
-
-// userPermissions parses a nats-server config and returns the account
-// COURIER's users' permissions, as JSON.
-func userPermissions(t *testing.T, text string) map[string]string {
-	t.Helper()
-	m, err := conf.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	account, _ := m["accounts"].(map[string]any)["COURIER"].(map[string]any)
-	if account["jetstream"] != "enabled" {
-		t.Errorf("account COURIER: jetstream %v, want enabled", account["jetstream"])
-	}
-	out := map[string]string{}
-	users, _ := account["users"].([]any)
-	for _, u := range users {
-		u, _ := u.(map[string]any)
-		perms, err := json.Marshal(u["permissions"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[fmt.Sprint(u["user"])] = string(perms)
-	}
-	return out
 }

@@ -24,7 +24,7 @@ var layers = map[string]int{
 	"bashunits":                         0,
 	"notify":                            0,
 	"plugins/gen/courier/authorizer/v1": 0,
-	"natsembed":                         0,
+	"natsembed":                         1,
 	"provenance":                        1,
 	"intent":                            1,
 	"wire":                              2,

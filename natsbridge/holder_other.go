@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package natsbridge
 
 // dirIdentity is "" where a directory's device and inode are not at hand:
 // the lease holder is then the host and the root's path alone.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package natsbridge
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // dirIdentity is " (dir DEV:INO)" of dir, or "" when it cannot be read:
 // what tells this root from another directory at the same path on another
-// machine or container (leaseHolder).
+// machine or container (Holder).
 func dirIdentity(dir string) string {
 	fi, err := os.Stat(dir)
 	if err != nil {

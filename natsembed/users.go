@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package natsembed
 
 import (
 	"crypto/rand"
@@ -15,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed6639df8c/courier/internal/fileperm"
-	"github.com/seed6639df8c/courier/mailbox"
 )
 
 // The users of the embedded server without --nats-config (issue 21, F2).
@@ -27,10 +28,10 @@ import (
 // tested permission layout (natsbox/testdata/permissions.conf), each with
 // a random password in a file of the store.
 const (
-	// embeddedBroker is the user the broker connects as.
-	embeddedBroker = "broker"
-	// embeddedOwner is the one owner every child of this host asks as.
-	embeddedOwner = "local"
+	// BrokerUser is the user the broker connects as.
+	BrokerUser = "broker"
+	// OwnerUser is the one owner every child of this host asks as.
+	OwnerUser = "local"
 )
 
 // Files in the store, beside JetStream's own directory.
@@ -52,46 +53,56 @@ const passwordBytes = 32
 // password is written into the server's config.
 var passwordLine = regexp.MustCompile(`^[A-Za-z0-9_-]{43}\n$`)
 
-// embeddedUsers are the generated users' files.
-type embeddedUsers struct {
-	// config is the server configuration file with both users.
-	config string
-	// brokerPassword and localPassword are the password files.
-	brokerPassword, localPassword string
+// Users are the generated users and their files, as PrepareUsers made
+// them.
+type Users struct {
+	// Config is the server configuration file with both users: the
+	// ConfigFile of the server's Options.
+	Config string
+	// Broker and Owner are the users' names: BrokerUser and OwnerUser.
+	Broker, Owner string
+	// BrokerPassword and OwnerPassword are the password files of Broker
+	// and Owner.
+	BrokerPassword, OwnerPassword string
 }
 
-// prepareEmbeddedUsers makes the store and the users' files: the store
+// PrepareUsers makes the store and the users' files: the store
 // 0700 (0710 and the ask group in the isolation mode, so that its members
 // reach local.password), broker.password 0600, local.password 0600 (0640
 // and the ask group in the isolation mode) and server.conf 0600, all the
-// broker's user's. Password files are kept across restarts when they are
-// exactly what the broker writes (its user, that mode and group, one
-// generated password); any other is refused, naming it and how to fix it,
-// never used: someone else may have read or chosen the password.
-func prepareEmbeddedUsers(store string, iso *mailbox.Isolation) (embeddedUsers, error) {
+// broker's user's. askGroup is the ask group's gid in the isolation mode
+// (broker serve --ask-group), -1 without it. Password files are kept
+// across restarts when they are exactly what the broker writes (its user,
+// that mode and group, one generated password); any other is refused
+// (a *fileperm.Error, wrapping fileperm.ErrRefused, as the broker's other trusted files are refused), naming it and how to
+// fix it, never used: someone else may have read or chosen the password.
+// The store's errors name it as broker serve's --nats-store.
+func PrepareUsers(store string, askGroup int) (Users, error) {
 	storeMode, localMode, gid := fs.FileMode(0o700), fs.FileMode(0o600), -1
-	if iso != nil {
-		storeMode, localMode, gid = 0o710, 0o640, iso.GID
+	if askGroup >= 0 {
+		storeMode, localMode, gid = 0o710, 0o640, askGroup
 	}
 	if err := prepareStore(store, storeMode, gid); err != nil {
-		return embeddedUsers{}, err
+		return Users{}, err
 	}
-	u := embeddedUsers{
-		config:         filepath.Join(store, serverConfigName),
-		brokerPassword: filepath.Join(store, brokerPasswordName),
-		localPassword:  filepath.Join(store, localPasswordName),
+	u := Users{
+		Config:         filepath.Join(store, serverConfigName),
+		Broker:         BrokerUser,
+		Owner:          OwnerUser,
+		BrokerPassword: filepath.Join(store, brokerPasswordName),
+		OwnerPassword:  filepath.Join(store, localPasswordName),
 	}
-	brokerPW, err := keepPassword(u.brokerPassword, 0o600, -1)
+	brokerPW, err := keepPassword(u.BrokerPassword, 0o600, -1)
 	if err != nil {
-		return embeddedUsers{}, err
+		return Users{}, err
 	}
-	localPW, err := keepPassword(u.localPassword, localMode, gid)
+	localPW, err := keepPassword(u.OwnerPassword, localMode, gid)
 	if err != nil {
-		return embeddedUsers{}, err
+		return Users{}, err
 	}
 	conf := serverConfig(brokerPW, localPW)
-	if err := writePrivate(store, u.config, []byte(conf), 0o600, -1, true); err != nil {
-		return embeddedUsers{}, fmt.Errorf("NATS server config %s: %w", u.config, err)
+	if err := writePrivate(store, u.Config, []byte(conf), 0o600, -1, true); err != nil {
+		return Users{}, fmt.Errorf("NATS server config %s: %w", u.Config, err)
 	}
 	return u, nil
 }
@@ -262,7 +273,7 @@ accounts {
     jetstream: enabled
     users: [
       {
-        user: ` + embeddedBroker + `, password: "` + brokerPW + `"
+        user: ` + BrokerUser + `, password: "` + brokerPW + `"
         permissions: {
           publish: {
             allow: [
@@ -279,18 +290,18 @@ accounts {
         }
       }
       {
-        user: ` + embeddedOwner + `, password: "` + localPW + `"
+        user: ` + OwnerUser + `, password: "` + localPW + `"
         permissions: {
           publish: {
             allow: [
-              "courier.req.*.` + embeddedOwner + `.*",
-              "courier.gone.*.` + embeddedOwner + `.*",
-              "$JS.API.DIRECT.GET.COURIER_RESPONSES.courier.resp.*.` + embeddedOwner + `.*",
+              "courier.req.*.` + OwnerUser + `.*",
+              "courier.gone.*.` + OwnerUser + `.*",
+              "$JS.API.DIRECT.GET.COURIER_RESPONSES.courier.resp.*.` + OwnerUser + `.*",
               "$JS.API.DIRECT.GET.KV_courier_serving.$KV.courier_serving.*"
             ]
           }
           subscribe: {
-            allow: ["courier.resp.*.` + embeddedOwner + `.*", "_INBOX_` + embeddedOwner + `.>"]
+            allow: ["courier.resp.*.` + OwnerUser + `.*", "_INBOX_` + OwnerUser + `.>"]
           }
         }
       }
@@ -298,20 +309,4 @@ accounts {
   }
 }
 `
-}
-
-// childFlags is what a child on this host passes to ask through the
-// embedded server: its URL, the owner's user and its password file (the
-// owner defaults to the user).
-func childFlags(url string, u embeddedUsers) string {
-	return "--transport " + shellWord(url) + " --nats-user " + embeddedOwner + " --nats-password-file " + shellWord(u.localPassword)
-}
-
-// shellWord quotes s for a POSIX shell when it holds anything but plain
-// path characters.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@%+=,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
