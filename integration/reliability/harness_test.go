@@ -378,26 +378,7 @@ func (a answer) reason() string {
 func (r *rig) ask(ctx context.Context, session, value string, extra ...string) answer {
 	args := append([]string{"ask", "--parent", "parent", "--session", session, "--agent", "Explore",
 		"--surface", "bash", "--value", value, "--root", r.root, "--timeout", "60s"}, extra...)
-	cmd := r.command(ctx, "child", args...)
-	cmd.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	a := answer{value: value, code: -1}
-	if err := cmd.Start(); err != nil {
-		a.stderr = err.Error()
-		return a
-	}
-	a.pid = cmd.Process.Pid
-	err := cmd.Wait()
-	a.took = time.Since(start)
-	a.code = cmd.ProcessState.ExitCode()
-	if err != nil && a.code < 0 {
-		a.stderr = err.Error()
-	}
-	a.stderr += stderr.String()
-	json.Unmarshal(stdout.Bytes(), &a.out)
-	return a
+	return r.runAsk(ctx, value, args)
 }
 
 // The asks of the rules config and what each must come to.
