@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -414,25 +413,10 @@ func abandoned(a answer) bool {
 func terminalEntries(t *testing.T, logs ...string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	for _, log := range logs {
-		data, err := os.ReadFile(log)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			var e struct {
-				Event     string `json:"event"`
-				RequestID string `json:"requestId"`
-			}
-			if json.Unmarshal([]byte(line), &e) != nil {
-				continue // a SIGKILL can cut the last line
-			}
-			if e.Event == "forwarded_permission.approved" || e.Event == "forwarded_permission.denied" {
-				counts[e.RequestID]++
-			}
+	events := reviewEvents(t, logs...)
+	for _, event := range []string{"forwarded_permission.approved", "forwarded_permission.denied"} {
+		for id, n := range events[event] {
+			counts[id] += n
 		}
 	}
 	return counts
