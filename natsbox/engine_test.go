@@ -292,3 +292,23 @@ func TestKeptGone(t *testing.T) {
 		t.Fatalf("KeptGone of a response subject = %v; want ErrBadToken", err)
 	}
 }
+
+// COURIER_GONE is never consumed, so it is bounded as a whole (an owner's
+// gone messages for made-up ids would otherwise fill the engine's disk for
+// ten minutes), and a body a gone message never has is refused.
+func TestGoneStreamIsBounded(t *testing.T) {
+	e := ensured(t, Config{})
+	ctx := testCtx(t)
+	s, err := e.js.Stream(ctx, StreamGone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.MaxMsgs <= 0 || cfg.MaxBytes <= 0 || cfg.Discard != jetstream.DiscardOld {
+		t.Fatalf("COURIER_GONE MaxMsgs %d, MaxBytes %d, Discard %v; want both bounded, the oldest discarded", cfg.MaxMsgs, cfg.MaxBytes, cfg.Discard)
+	}
+	subj, _ := GoneSubject("s1", "alice", "r1")
+	if _, err := e.js.Publish(ctx, subj, make([]byte, 1024)); err == nil {
+		t.Fatal("a 1 KiB gone message was kept")
+	}
+}

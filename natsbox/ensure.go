@@ -100,9 +100,17 @@ func ResponsesStream(cfg Config) jetstream.StreamConfig {
 	}
 }
 
-// maxGoneSize bounds a gone message: it has no body (a child's is
-// empty), so anything larger is not one.
-const maxGoneSize = 1024
+// Bounds of COURIER_GONE. A gone message has no body (a child's is
+// empty), so anything larger is not one; and the stream is never consumed,
+// so an owner publishing gone messages for made-up ids would fill the
+// engine's disk for their whole age without a bound on the stream: past
+// it the oldest go first, which costs at most an ask decided for a child
+// that gave up long ago.
+const (
+	maxGoneSize  = 256
+	maxGoneMsgs  = 100_000
+	maxGoneBytes = 16 << 20
+)
 
 // GoneStream is COURIER_GONE's configuration: the last gone message per
 // request, kept as long as a request is (a request older than that is
@@ -119,6 +127,9 @@ func GoneStream(cfg Config) jetstream.StreamConfig {
 		Replicas:          cfg.Replicas,
 		MaxAge:            cfg.RequestMaxAge,
 		MaxMsgsPerSubject: 1,
+		MaxMsgs:           maxGoneMsgs,
+		MaxBytes:          maxGoneBytes,
+		Discard:           jetstream.DiscardOld,
 		AllowDirect:       true,
 		MaxMsgSize:        maxGoneSize,
 	}

@@ -3,9 +3,12 @@ package natsbridge
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,9 +103,12 @@ type Bridge struct {
 	Watch mailbox.WatchOptions
 
 	session string // normalized
-	marks   markers
-	serving chan struct{}
-	once    sync.Once
+	// consumerName is this run's consumer on the request stream
+	// (consumer): made once, kept when the consumer is made again.
+	consumerName string
+	marks        markers
+	serving      chan struct{}
+	once         sync.Once
 
 	// Test hooks: afterWrite runs once a request file is written, before
 	// the ack, and returning false skips the ack (a broker killed there);
@@ -231,7 +237,7 @@ func (b *Bridge) serve(ctx context.Context, cons jetstream.Consumer, lease *nats
 	for range publishers {
 		wg.Go(func() { b.publishLoop(life, watcher) })
 	}
-	wg.Go(func() { b.intake(life, cons) })
+	wg.Go(func() { b.intake(life, cons, holder) })
 	wg.Go(func() { b.sweepLoop(life) })
 	var lost error
 	wg.Go(func() { lease, lost = b.keepAlive(life, lease, holder, stopLife) })
@@ -399,15 +405,25 @@ func (b *Bridge) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	}
 	op, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	name := "courier-broker-" + tok
+	if b.consumerName == "" {
+		var run [8]byte
+		if _, err := rand.Read(run[:]); err != nil {
+			return nil, fmt.Errorf("naming the consumer: %w", err)
+		}
+		b.consumerName = consumerPrefix + tok + "-" + hex.EncodeToString(run[:])
+	}
+	name := b.consumerName
 	// Made anew at each start, under the lease: the messages an earlier
 	// run took and never acknowledged (it died before their files were
 	// written) are delivered at once, not after the earlier consumer's
-	// AckWait (30 s in the fault campaign). A work queue keeps a message
-	// until it is acknowledged, so deleting the consumer loses none, and
-	// the ones bridged already are found in the inbox and acked.
-	if err := b.JS.DeleteConsumer(op, natsbox.StreamRequests, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("resetting the consumer %s on %s: %w", name, natsbox.StreamRequests, err)
+	// AckWait. A work queue keeps a message until it is acknowledged, so
+	// deleting a consumer loses none, and the ones bridged already are
+	// found in the inbox and acked. The name is this run's own: a broker
+	// whose lease lapsed meanwhile then fails its next fetch (its
+	// consumer is gone) instead of fetching this one's asks from a
+	// consumer of the same name.
+	if err := b.dropSessionConsumers(op, filter); err != nil {
+		return nil, err
 	}
 	cons, err := b.JS.CreateOrUpdateConsumer(op, natsbox.StreamRequests, jetstream.ConsumerConfig{
 		Durable:       name,
@@ -426,6 +442,38 @@ func (b *Bridge) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		return nil, fmt.Errorf("the consumer of %s on %s: %w", filter, natsbox.StreamRequests, err)
 	}
 	return cons, nil
+}
+
+// consumerPrefix begins the name of every broker's consumer on the request
+// stream; the rest is the session's token and the run's own random part.
+const consumerPrefix = "courier-broker-"
+
+// dropSessionConsumers deletes every consumer of the request stream that
+// takes this session's requests: an earlier run's, or one of a broker
+// whose lease lapsed. Another session's are left alone (compared by
+// filter, never by a name prefix, which one session's token could share
+// with another's). A work queue allows one such consumer at a time.
+func (b *Bridge) dropSessionConsumers(ctx context.Context, filter string) error {
+	stream, err := b.JS.Stream(ctx, natsbox.StreamRequests)
+	if err != nil {
+		return fmt.Errorf("the stream %s: %w", natsbox.StreamRequests, err)
+	}
+	var drop []string
+	list := stream.ListConsumers(ctx)
+	for info := range list.Info() {
+		if info.Config.FilterSubject == filter || slices.Contains(info.Config.FilterSubjects, filter) {
+			drop = append(drop, info.Name)
+		}
+	}
+	if err := list.Err(); err != nil {
+		return fmt.Errorf("listing the consumers of %s: %w", natsbox.StreamRequests, err)
+	}
+	for _, name := range drop {
+		if err := stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("resetting the consumer %s on %s: %w", name, natsbox.StreamRequests, err)
+		}
+	}
+	return nil
 }
 
 func (b *Bridge) batch() int {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/natsbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -260,4 +261,55 @@ func TestAnEarlierRunsLeaseIsTakenOver(t *testing.T) {
 	if err := other.Run(runCtx); !errors.Is(err, natsbox.ErrLeaseHeld) {
 		t.Fatalf("a broker of another host ran with the lease taken over: %v; want ErrLeaseHeld", err)
 	}
+}
+
+// A broker whose lease lapsed (deleted here, as a partition would let it
+// lapse) while another broker took the session takes no more asks once
+// that broker made its consumer: the stale broker's consumer is gone (the
+// taker dropped every consumer of the session, and its own has a name of
+// its run), and the stale one neither makes it again nor could fetch from
+// the taker's. Every ask published after the taker started lands in the
+// taker's inbox only (before: 25 of 60 in the stale broker's).
+func TestABrokerThatLostItsLeaseTakesNoMoreAsks(t *testing.T) {
+	e := newEnv(t)
+	stale := e.newBridge()
+	stale.Holder = "broker A"
+	e.startBridge(stale)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	kv, err := e.js.KeyValue(ctx, natsbox.BucketLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := natsbox.Token(session)
+	if err := kv.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	taker := e.newBridge()
+	taker.Holder = "broker B"
+	taker.Layout = mailbox.Layout{Root: t.TempDir()}
+	e.startBridge(taker)
+
+	var ids []string
+	for range 20 {
+		req, data := request(t, "npm test")
+		ids = append(ids, req.ID)
+		e.ask(owner, req.ID, data)
+	}
+	inTaker := func() int {
+		n := 0
+		for _, id := range ids {
+			if p, _ := taker.Layout.RequestPath(session, id); exists(p) {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "all 20 asks in the taker's inbox", func() bool { return inTaker() == len(ids) })
+	for _, id := range ids {
+		if p, _ := e.layout.RequestPath(session, id); exists(p) {
+			t.Errorf("ask %s was taken by the broker that lost its lease", id)
+		}
+	}
+	eventually(t, "the stale broker's intake ended", func() bool { return e.reported("taking no more requests") })
 }

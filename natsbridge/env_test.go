@@ -96,6 +96,18 @@ func (e *env) onError(err error) {
 	e.mu.Unlock()
 }
 
+// reported says whether a reported error holds text.
+func (e *env) reported(text string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, err := range e.errors {
+		if strings.Contains(err.Error(), text) {
+			return true
+		}
+	}
+	return false
+}
+
 // startServe runs serve on the mailbox until the test ends, with the deny
 // terminal.
 func (e *env) startServe() { e.startServeWith(serve.Headless{}) }

@@ -142,3 +142,22 @@ func TestAGoneKeptWhileNoBrokerListenedWithdrawsTheAsk(t *testing.T) {
 		t.Error("the request was bridged")
 	}
 }
+
+// Without COURIER_GONE (deleted while the broker runs, or an engine that
+// lost it) the bridge cannot tell whether a child gave up: it serves the
+// ask rather than putting every ask back each second, which stopped the
+// session's whole service.
+func TestAnAskIsServedWhenTheGoneStreamIsMissing(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := e.js.DeleteStream(ctx, natsbox.StreamGone); err != nil {
+		t.Fatal(err)
+	}
+	e.startServe()
+	e.startBridge(e.newBridge())
+	req, data := request(t, "git status --short")
+	sub := e.listen(owner, req.ID)
+	e.ask(owner, req.ID, data)
+	decode(t, answer(t, sub), req, data)
+}

@@ -20,7 +20,7 @@ import (
 // StopIntake is closed. The messages that arrived together are written
 // first, then made durable with one flush of the directories, then acked:
 // a burst costs one flush, a lone ask one.
-func (b *Bridge) intake(ctx context.Context, cons jetstream.Consumer) {
+func (b *Bridge) intake(ctx context.Context, cons jetstream.Consumer, holder string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if stop := b.StopIntake; stop != nil {
@@ -58,6 +58,16 @@ func (b *Bridge) intake(ctx context.Context, cons jetstream.Consumer) {
 		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted):
 			// The engine lost the consumer (a store that was wiped,
 			// an operator's delete): make it again.
+			if who, ok := leaseHolder(ctx, b.JS, b.session); !ok || who != holder {
+				// Another broker took the session and made the
+				// consumer anew for itself, under the same name:
+				// making it again, or fetching from it, would take
+				// that broker's asks into this one, whose lease is
+				// lost and which stops at its next renewal. Its
+				// intake ends here.
+				b.report(fmt.Errorf("nats bridge: fetching requests: %w; the session's lease is not this broker's (held as %q): taking no more requests", err, who))
+				return
+			}
 			b.report(fmt.Errorf("nats bridge: fetching requests: %w; creating the consumer again", err))
 			if again, cerr := b.consumer(ctx); cerr == nil {
 				cons = again
@@ -365,7 +375,14 @@ func (b *Bridge) check(ctx context.Context, subject string, data []byte) (*refus
 		withdrawn, err = natsbox.KeptGone(op, b.JS, gone)
 		cancel()
 		if err != nil {
-			return nil, nil, fmt.Errorf("looking for a kept gone message on %s: %w", gone, err)
+			// Not known: the ask is served. Holding it back until the
+			// engine answers would stop the whole session's service
+			// when COURIER_GONE is missing or unreachable (every ask
+			// put back and taken again each second), where at worst an
+			// ask whose child gave up is decided for nobody, as before
+			// the stream existed.
+			b.report(fmt.Errorf("nats bridge: looking for a kept gone message on %s (serving the ask): %w", gone, err))
+			withdrawn = false
 		}
 	}
 	if withdrawn {

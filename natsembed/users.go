@@ -126,6 +126,18 @@ func prepareStore(store string, mode fs.FileMode, gid int) error {
 			Problem: fmt.Sprintf("owned by uid %d, expected uid %d (the broker's user): its owner could read the users' passwords or swap them", st.Uid, os.Geteuid()),
 			Fix:     "give a directory of the broker's user (--nats-store)"}
 	}
+	// Whoever could write the store, or the directory that holds it,
+	// could have planted its contents (the engine's streams among them)
+	// or could swap the whole store for one with passwords of their own;
+	// a chmod now would not take back a way in they already hold.
+	if perm := st.Mode & 0o777; perm&0o022 != 0 {
+		return &fileperm.Error{What: "NATS store", Path: store,
+			Problem: fmt.Sprintf("mode %04o lets group or others write it, so what is in it may be theirs", perm),
+			Fix:     "remove it and let the broker make it, or give another --nats-store"}
+	}
+	if err := fileperm.CheckDir("NATS store", store, fileperm.SelfOrRoot); err != nil {
+		return err
+	}
 	if gid >= 0 && int(st.Gid) != gid {
 		if err := os.Chown(store, -1, gid); err != nil {
 			return fmt.Errorf("--nats-store %s: giving it the ask group: %w", store, err)
@@ -138,12 +150,25 @@ func prepareStore(store string, mode fs.FileMode, gid int) error {
 	if err := os.Mkdir(js, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("--nats-store %s: %w", store, err)
 	}
+	if err := unix.Lstat(js, &st); err != nil {
+		return fmt.Errorf("--nats-store %s: %w", store, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return &fileperm.Error{What: "NATS store's JetStream directory", Path: js, Problem: "not a directory (a symbolic link is not followed)", Fix: "remove it and let the broker make it"}
+	case int(st.Uid) != os.Geteuid():
+		return &fileperm.Error{What: "NATS store's JetStream directory", Path: js,
+			Problem: fmt.Sprintf("owned by uid %d, expected uid %d (the broker's user): its owner could plant streams, answers among them", st.Uid, os.Geteuid()),
+			Fix:     "remove it and let the broker make it"}
+	case st.Mode&0o022 != 0:
+		return &fileperm.Error{What: "NATS store's JetStream directory", Path: js,
+			Problem: fmt.Sprintf("mode %04o lets group or others write it, so the streams in it may be theirs", st.Mode&0o777),
+			Fix:     "remove it and let the broker make it"}
+	}
 	// One an earlier server made (0750) is closed too: the store may be
 	// the ask group's now.
-	if err := unix.Lstat(js, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Geteuid() {
-		if err := os.Chmod(js, 0o700); err != nil {
-			return fmt.Errorf("--nats-store %s: %w", store, err)
-		}
+	if err := os.Chmod(js, 0o700); err != nil {
+		return fmt.Errorf("--nats-store %s: %w", store, err)
 	}
 	return nil
 }

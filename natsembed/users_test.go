@@ -148,3 +148,72 @@ func checkFile(t *testing.T, path string, mode os.FileMode, gid int) {
 		t.Errorf("%s: group %d, want %d", path, st.Gid, gid)
 	}
 }
+
+// A store whose contents another user could have planted, or that another
+// user could swap, is refused before anything is written into it: a
+// JetStream directory of another uid (its owner kept write access to the
+// streams, answers among them, through a directory it held open), one
+// others may write, a store others may write, a store in a directory
+// others may write.
+func TestPrepareUsersRefusesAStoreOthersCouldHavePlanted(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		plant    func(t *testing.T, parent, store string)
+		needRoot bool
+	}{
+		{"a store others may write", func(t *testing.T, _, store string) {
+			mkdirMode(t, store, 0o777)
+		}, false},
+		{"a store in a directory others may write", func(t *testing.T, parent, _ string) {
+			if err := os.Chmod(parent, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a JetStream directory others may write", func(t *testing.T, _, store string) {
+			mkdirMode(t, store, 0o700)
+			mkdirMode(t, filepath.Join(store, "jetstream"), 0o777)
+		}, false},
+		{"a JetStream directory that is a link", func(t *testing.T, parent, store string) {
+			mkdirMode(t, store, 0o700)
+			mkdirMode(t, filepath.Join(parent, "elsewhere"), 0o700)
+			if err := os.Symlink(filepath.Join(parent, "elsewhere"), filepath.Join(store, "jetstream")); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a JetStream directory of another uid", func(t *testing.T, _, store string) {
+			mkdirMode(t, store, 0o700)
+			js := filepath.Join(store, "jetstream")
+			mkdirMode(t, js, 0o700)
+			if err := os.Chown(js, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.needRoot && os.Geteuid() != 0 {
+				t.Skip("needs root to give a directory to another uid")
+			}
+			parent := filepath.Join(t.TempDir(), "p")
+			mkdirMode(t, parent, 0o700)
+			store := filepath.Join(parent, "nats")
+			c.plant(t, parent, store)
+			_, err := PrepareUsers(store, -1)
+			if !errors.Is(err, fileperm.ErrRefused) {
+				t.Fatalf("PrepareUsers = %v, want a refusal (fileperm.ErrRefused)", err)
+			}
+			if _, serr := os.Stat(filepath.Join(store, "broker.password")); serr == nil {
+				t.Error("a password was written into a refused store")
+			}
+		})
+	}
+}
+
+func mkdirMode(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}

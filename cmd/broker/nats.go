@@ -213,6 +213,8 @@ func startNATS(ctx context.Context, f *natsFlags, layout mailbox.Layout, session
 			if users, err = natsembed.PrepareUsers(store, askGroup); err != nil {
 				return nil, err
 			}
+		} else if err := natsembed.CheckConfigFile(f.config); err != nil {
+			return nil, err
 		} else if err := os.MkdirAll(store, 0o700); err != nil {
 			return nil, fmt.Errorf("--nats-store: %w", err)
 		}
