@@ -137,7 +137,9 @@ func TakeOverLease(ctx context.Context, js jetstream.JetStream, session, earlier
 	rev, err := kv.Update(ctx, key, []byte(holder), e.Revision())
 	if err != nil {
 		if isWrongRevision(err) {
-			return nil, fmt.Errorf("%w: session %s: taken while it was being taken over: %v", ErrLeaseHeld, session, err)
+			// Changed since it was read: lapsed (free now: taken as any
+			// free lease is), or taken by another broker (held).
+			return AcquireLease(ctx, js, session, holder)
 		}
 		return nil, fmt.Errorf("natsbox: take over lease of %s: %w", session, err)
 	}
