@@ -159,7 +159,7 @@ func (x *exchange) publish(ctx context.Context) (decision.Decision, bool) {
 	// Whatever the outcome, the request may now be in the stream (an
 	// acknowledgement lost on the way back): every way out below sends
 	// gone (abandon), so that the broker withdraws it.
-	_, err := c.JS.PublishMsg(pctx, &nats.Msg{Subject: x.reqSubj, Data: x.data}, jetstream.WithMsgID(x.msgID), jetstream.WithExpectStream(natsbox.StreamRequests))
+	err := x.publishUntil(pctx)
 	switch {
 	case err == nil:
 		return decision.Decision{}, true
@@ -176,6 +176,48 @@ func (x *exchange) publish(ctx context.Context) (decision.Decision, bool) {
 	c.warn(fmt.Errorf("publishing the request on %s: %w", x.reqSubj, err))
 	return x.abandon(forward.ReasonNotWritten), false
 }
+
+// publishAttempt bounds one publish of the request: an acknowledgement
+// lost with a dropped connection never comes, and the engine stores a
+// publish again under the same Nats-Msg-Id once only, so publishing again
+// is safe and spares the wait for the whole publishAckTimeout (a
+// reconnecting child gave up "could not be written" after 5 s in the
+// fault campaign).
+const publishAttempt = time.Second
+
+// publishUntil publishes the request until the engine acknowledges it or
+// ctx ends, each attempt bounded by publishAttempt; the last error.
+func (x *exchange) publishUntil(ctx context.Context) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, publishAttempt)
+		_, err := x.c.JS.PublishMsg(attempt, &nats.Msg{Subject: x.reqSubj, Data: x.data}, jetstream.WithMsgID(x.msgID), jetstream.WithExpectStream(natsbox.StreamRequests))
+		cancel()
+		if err == nil || ctx.Err() != nil || !lostOnTheWay(err) {
+			return err
+		}
+		// Not tried again in a tight loop while the connection is
+		// being made again.
+		pause := time.NewTimer(publishRetryPause)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return err
+		case <-pause.C:
+		}
+	}
+}
+
+// lostOnTheWay reports whether a publish failed for want of a connection
+// or of an acknowledgement, which publishing again may mend; a refusal
+// (no stream takes the subject, a permission) stands.
+func lostOnTheWay(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrStaleConnection)
+}
+
+// publishRetryPause spaces the attempts of publishUntil.
+const publishRetryPause = 50 * time.Millisecond
 
 // await waits for the answer until the deadline, ctx's end, or the broker
 // not serving for the grace, and returns the decision: the answer's, or

@@ -193,3 +193,42 @@ func TestForwardKeepsItsDeadlineWhateverTheEngineDoes(t *testing.T) {
 		})
 	}
 }
+
+// A publish whose acknowledgement is lost with a dropped connection is
+// published again, under the same Nats-Msg-Id, once the client is back,
+// and the ask is answered: it is not given up "could not be written" after
+// the whole acknowledgement wait (the fault campaign's reconnect case lost
+// 1 of 20 asks so).
+func TestForwardPublishesAgainAfterAReconnect(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, t.TempDir(), -1)
+	b := newFakeBroker(t, e, parent)
+	b.heartbeat(true)
+	p := newStallProxy(t, e.srv.ClientURL()[len("nats://"):])
+	nc := dial(t, p.url())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{Conn: nc, JS: js, Owner: owner, Timeout: 20 * time.Second}
+	before := nc.Stats().OutMsgs
+	p.stall()
+	start := time.Now()
+	got := forwardAsync(t.Context(), c, askLs(t))
+	// The request is out of the client, into a connection that will
+	// never carry it: then the connection is dropped.
+	waitFor(t, func() bool {
+		pending, err := nc.Buffered()
+		return nc.Stats().OutMsgs > before && err == nil && pending == 0
+	})
+	p.drop()
+	p.unstall()
+	b.respond(b.next(), ruleAllow, true)
+	d := await(t, got)
+	if !d.Approved() {
+		t.Fatalf("decision = %+v, want the broker's allow", d)
+	}
+	if took := time.Since(start); took >= publishAckTimeout {
+		t.Errorf("answered after %s: the publish was not made again before the %s acknowledgement wait ran out", took, publishAckTimeout)
+	}
+}
