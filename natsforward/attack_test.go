@@ -94,15 +94,7 @@ func TestForwardNeverTakesAKeptPlantThatSquatsTheBrokersMsgID(t *testing.T) {
 		disconnected bool
 	}{{"listening", false}, {"disconnected", true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startEngine(t, t.TempDir(), -1)
-			b := newFakeBroker(t, e, parent)
-			b.heartbeat(true)
-			p := newStallProxy(t, e.srv.ClientURL()[len("nats://"):])
-			nc := dial(t, p.url())
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, b, p, nc, js := behindProxy(t)
 			w := newWarnings()
 			const timeout = 6 * time.Second
 			c := &Client{Conn: nc, JS: js, Owner: owner, Timeout: timeout, OnWarning: w.add}

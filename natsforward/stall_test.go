@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/seed6639df8c/courier/forward"
@@ -151,15 +152,7 @@ func TestForwardKeepsItsDeadlineWhateverTheEngineDoes(t *testing.T) {
 		{"engine gone while waiting", 2 * time.Second, "taken", true, forward.NoAnswerReason(parent, 2*time.Second)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startEngine(t, t.TempDir(), -1)
-			b := newFakeBroker(t, e, parent)
-			b.heartbeat(true)
-			p := newStallProxy(t, e.srv.ClientURL()[len("nats://"):])
-			nc := dial(t, p.url())
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, b, p, nc, js := behindProxy(t)
 			c := &Client{Conn: nc, JS: js, Owner: owner, Timeout: tt.timeout}
 			hit := func() {
 				if tt.engineGone {
@@ -201,15 +194,7 @@ func TestForwardKeepsItsDeadlineWhateverTheEngineDoes(t *testing.T) {
 // 1 of 20 asks so).
 func TestForwardPublishesAgainAfterAReconnect(t *testing.T) {
 	t.Parallel()
-	e := startEngine(t, t.TempDir(), -1)
-	b := newFakeBroker(t, e, parent)
-	b.heartbeat(true)
-	p := newStallProxy(t, e.srv.ClientURL()[len("nats://"):])
-	nc := dial(t, p.url())
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, p, nc, js := behindProxy(t)
 	c := &Client{Conn: nc, JS: js, Owner: owner, Timeout: 20 * time.Second}
 	before := nc.Stats().OutMsgs
 	p.stall()
@@ -231,4 +216,21 @@ func TestForwardPublishesAgainAfterAReconnect(t *testing.T) {
 	if took := time.Since(start); took >= publishAckTimeout {
 		t.Errorf("answered after %s: the publish was not made again before the %s acknowledgement wait ran out", took, publishAckTimeout)
 	}
+}
+
+// behindProxy starts an engine with a fake broker that announces bound
+// answers, and a client connection that reaches the engine through a
+// stall proxy.
+func behindProxy(t *testing.T) (*engine, *fakeBroker, *stallProxy, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	e := startEngine(t, t.TempDir(), -1)
+	b := newFakeBroker(t, e, parent)
+	b.heartbeat(true)
+	p := newStallProxy(t, e.srv.ClientURL()[len("nats://"):])
+	nc := dial(t, p.url())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, b, p, nc, js
 }
