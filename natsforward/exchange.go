@@ -163,10 +163,12 @@ func (x *exchange) publish(ctx context.Context) (decision.Decision, bool) {
 	switch {
 	case err == nil:
 		return decision.Decision{}, true
+	case !time.Now().Before(x.deadline):
+		// Before ctx: a caller's ctx that ends with the same timeout
+		// (child hook's) is this deadline, not the session's end.
+		return x.timedOut(), false
 	case ctx.Err() != nil:
 		return x.abandon(forward.ReasonSessionEnded), false
-	case !time.Now().Before(x.deadline):
-		return x.timedOut(), false
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w: no acknowledgement from the engine within %s (is the %s stream there, and may this identity receive replies on its inbox prefix?)",
@@ -254,6 +256,12 @@ func (x *exchange) await(ctx context.Context) decision.Decision {
 		case <-ctx.Done():
 			if d, ok := x.drain(ctx); ok {
 				return d
+			}
+			if !time.Now().Before(x.deadline) {
+				// A caller's ctx that ends with the same timeout
+				// (child hook's) ended with this deadline, which
+				// select may pick second.
+				return x.timedOut()
 			}
 			return x.abandon(forward.ReasonSessionEnded)
 		case <-deadline.C:

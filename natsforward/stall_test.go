@@ -1,6 +1,7 @@
 package natsforward
 
 import (
+	"context"
 	"net"
 	"sync"
 	"testing"
@@ -233,4 +234,29 @@ func behindProxy(t *testing.T) (*engine, *fakeBroker, *stallProxy, *nats.Conn, j
 		t.Fatal(err)
 	}
 	return e, b, p, nc, js
+}
+
+// A caller's ctx that ends with the ask's own deadline (child hook gives
+// both the same --timeout) ends the ask as timed out, never as "the
+// session ended": when both are over, the deadline is looked at first.
+// Here both are over before the publish (a connect that took the whole
+// --timeout); in the wait, where both become ready at once, which one
+// select took was chance (the hook's deadline test failed so in one
+// clean-clone run), and the ctx branch now looks at the deadline too.
+func TestACallersDeadlineIsTheAsksTimeout(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, t.TempDir(), -1)
+	b := newFakeBroker(t, e, parent)
+	b.heartbeat(true)
+	c, _ := newClient(t, e)
+	const timeout = 200 * time.Millisecond
+	c.Timeout = timeout
+	deadline := time.Now()
+	c.Deadline = deadline
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	d := c.Forward(ctx, askLs(t))
+	if want := forward.NoAnswerReason(parent, timeout); !d.Unavailable() || d.DenialReason != want {
+		t.Fatalf("decision = %+v, want unavailable: %s", d, want)
+	}
 }
