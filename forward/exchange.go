@@ -47,6 +47,18 @@ type exchange struct {
 	refused bool
 	recheck *time.Ticker
 	stamp   fileStamp
+
+	// waitedLong says Client.OnLongWait was called for this ask.
+	waitedLong bool
+}
+
+// longWait calls Client.OnLongWait, once: the answer is not a quick one.
+func (x *exchange) longWait() {
+	if x.waitedLong || x.c.OnLongWait == nil {
+		return
+	}
+	x.waitedLong = true
+	x.c.OnLongWait()
 }
 
 // open prepares the exchange: the request's paths and bytes, and the wait
@@ -160,10 +172,12 @@ func (x *exchange) await(ctx context.Context) decision.Decision {
 		if d, ok := x.pollFirst(ctx, min(c.PollFirst, timeout)); ok {
 			return d
 		}
+		x.longWait()
 		if d, goOn := x.armLate(ctx); !goOn {
 			return d
 		}
 	}
+	x.longWait()
 
 	for {
 		var pending <-chan struct{}

@@ -119,6 +119,15 @@ type Client struct {
 	// written, as the Clients of a long-lived host should: they share one
 	// watch and never pay its teardown per ask.
 	PollFirst time.Duration
+	// OnLongWait, when set, is called once per Forward, on the asking
+	// goroutine, as soon as the answer is not a quick one: with PollFirst,
+	// when the first look's fast phase (the first few milliseconds after
+	// the request was written, when a rule's or a grant's answer comes)
+	// has passed without it; without PollFirst, once the request is
+	// written. A one-ask process arms its handling of Ctrl-C there
+	// (cmd/child): arming it costs about as much as a rule's whole round
+	// trip (docs/decisions/0030-interrupts-armed-for-long-waits.md).
+	OnLongWait func()
 
 	mu           sync.Mutex
 	watcher      *responseWatcher // started by the first Forward

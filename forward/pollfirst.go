@@ -24,9 +24,12 @@ const OneShotPollFirst = 50 * time.Millisecond
 // one lstat; the whole first look costs a few dozen of them.
 const (
 	firstNap = 50 * time.Microsecond
-	fastFor  = 3 * time.Millisecond
 	maxNap   = time.Millisecond
 )
+
+// fastFor is the first look's fast phase; past it the answer is not a
+// quick one (Client.OnLongWait). A variable for the tests alone.
+var fastFor = 3 * time.Millisecond
 
 // pollFirst looks for the answer at short intervals for up to window,
 // before any watch is armed (Client.PollFirst). It returns the decision
@@ -47,6 +50,7 @@ func (x *exchange) pollFirst(ctx context.Context, window time.Duration) (decisio
 			return decision.Decision{}, false
 		}
 		if elapsed >= fastFor {
+			x.longWait()
 			nap = min(2*nap, maxNap)
 		}
 		sleepPrecisely(min(nap, window-elapsed))

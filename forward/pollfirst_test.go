@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -141,5 +142,64 @@ func TestInboxThatCannotBeMade(t *testing.T) {
 		if !d.Unavailable() || d.DenialReason != want {
 			t.Errorf("PollFirst %s: decision = %+v, want unavailable: %q", pollFirst, d, want)
 		}
+	}
+}
+
+// OnLongWait is called once, during the first look, when the answer does
+// not come in its fast phase (the look itself lasts a minute here); without
+// PollFirst, once the request is written, before any answer. cmd/child arms its handling
+// of Ctrl-C there, which a quick answer never pays for.
+func TestOnLongWaitIsCalledOnceWhenTheAnswerIsNotQuick(t *testing.T) {
+	for _, pollFirst := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprint("PollFirst ", pollFirst), func(t *testing.T) {
+			var calls atomic.Int32
+			long := make(chan struct{})
+			c, req := newClient(t)
+			c.PollFirst = pollFirst
+			c.OnLongWait = func() {
+				if calls.Add(1) == 1 {
+					close(long)
+				}
+			}
+			serveWith(t, c, func(id string) {
+				// The parent answers only once the wait is long: the
+				// call must come without any answer to wait for.
+				select {
+				case <-long:
+				case <-time.After(time.Minute):
+					t.Error("OnLongWait was never called")
+				}
+				answerBound(t, c.Layout, "parent", id, response(true))
+			})
+			if d := c.Forward(t.Context(), req); !d.Approved() {
+				t.Fatalf("decision = %+v", d)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("OnLongWait called %d times, want once", n)
+			}
+		})
+	}
+}
+
+// An answer that comes within the first look's fast phase never calls
+// OnLongWait. The phase is made a minute long here, so that a loaded
+// machine cannot make the answer late: the figure is the count.
+func TestOnLongWaitIsNotCalledForAQuickAnswer(t *testing.T) {
+	fast := fastFor
+	fastFor = time.Minute
+	t.Cleanup(func() { fastFor = fast })
+	layout := mailbox.Layout{Root: t.TempDir()}
+	serveAll(t, layout, "parent")
+	var calls atomic.Int32
+	c := &Client{Layout: layout, Timeout: 2 * time.Minute, PollFirst: 2 * time.Minute, OnLongWait: func() { calls.Add(1) }}
+	t.Cleanup(c.Close)
+	for i := range 3 {
+		req := askTo(t, "perm-quick-long-"+string(rune('a'+i)), "parent")
+		if d := c.Forward(t.Context(), req); !d.Approved() {
+			t.Fatalf("ask %d: decision = %+v", i, d)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("OnLongWait called %d times for quick answers, want none", n)
 	}
 }
