@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/seed6639df8c/courier/agenthook"
@@ -198,22 +197,25 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 				defer logFile.Close()
 			}
 		}
+		// A signal cancels the context the whole event is handled under,
+		// so that no later ask of the event is written either.
+		ctx, arm := interruptibleLater(ctx)
 		var fw transportForwarder
 		if overNATS {
 			if fw, err = newNATSForwarder(f.transport, f.nats, f.timeout, logFile, warn); err != nil {
 				return usageError(stderr, "hook: %v", err)
 			}
+			h.Forwarder = &interruptOnForward{Forwarder: fw, arm: arm}
 		} else {
 			fw = &forward.Client{
 				Layout: h.Layout, Log: logFile, Timeout: f.timeout, OnWarning: warn,
 				// A few asks, then exit, as child ask (see there).
-				PollFirst: forward.OneShotPollFirst,
+				PollFirst:  forward.OneShotPollFirst,
+				OnLongWait: arm,
 			}
+			h.Forwarder = fw
 		}
 		defer fw.Close()
-		ctx, interrupt := context.WithCancelCause(ctx)
-		defer interrupt(nil)
-		h.Forwarder = &interruptOnForward{Forwarder: fw, cancel: interrupt}
 		home, _ := os.UserHomeDir()
 		h.Home = home
 		h.OpenGrants = func(session string) (agenthook.LocalGrants, error) {
@@ -283,22 +285,16 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// interruptOnForward is the hook's Forwarder: it arms the handling of
-// Ctrl-C and SIGTERM (interruptible) just before its first request is
-// written, and a signal then cancels, with cancel, the context the whole
-// event is handled under, so that no later ask of the event is written
-// either. The events that forward nothing (the main agent's, a refused
-// event, a session's own grant) never arm it.
+// interruptOnForward is the hook's Forwarder over NATS: it arms the
+// handling of Ctrl-C and SIGTERM (interruptibleLater's arm) just before
+// its first request is published. The events that forward nothing (the
+// main agent's, a refused event, a session's own grant) never arm it.
 type interruptOnForward struct {
 	agenthook.Forwarder
-	cancel context.CancelCauseFunc
-	once   sync.Once
+	arm func()
 }
 
 func (f *interruptOnForward) Forward(ctx context.Context, req wire.Request) decision.Decision {
-	f.once.Do(func() {
-		sig := interruptible(context.Background())
-		context.AfterFunc(sig, func() { f.cancel(context.Cause(sig)) })
-	})
+	f.arm()
 	return f.Forwarder.Forward(ctx, req)
 }

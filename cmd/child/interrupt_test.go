@@ -92,6 +92,13 @@ func TestInterruptAbandonsTheRequest(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("%v; stdout: %s; stderr: %s", err, stdout.String(), stderr.String())
 			}
+			// The handling is armed once the answer is not a quick one,
+			// before the watch of responses/ (decision 0030): a signal
+			// sent before that would end the child by the signal.
+			if err := waitForWatch(ctx, cmd.Process.Pid, exited); err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("%v; stdout: %s; stderr: %s", err, stdout.String(), stderr.String())
+			}
 			if err := cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -146,6 +153,34 @@ func waitForRequest(ctx context.Context, w *fsnotify.Watcher, inbox string, exit
 			return fmt.Errorf("the child ended (%v) before writing a request", err)
 		case <-ctx.Done():
 			return fmt.Errorf("no request appeared in %s: %w", inbox, ctx.Err())
+		}
+	}
+}
+
+// waitForWatch waits until process pid holds an inotify instance: a
+// child arms its watch of responses/ once its first look is over, after
+// it armed its handling of Ctrl-C. /proc is looked at every millisecond:
+// nothing signals the arming.
+func waitForWatch(ctx context.Context, pid int, exited <-chan error) error {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		entries, err := os.ReadDir(fds)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && target == "anon_inode:inotify" {
+				return nil
+			}
+		}
+		select {
+		case <-tick.C:
+		case err := <-exited:
+			return fmt.Errorf("the child ended (%v) before it armed its watch", err)
+		case <-ctx.Done():
+			return fmt.Errorf("the child armed no watch: %w", ctx.Err())
 		}
 	}
 }

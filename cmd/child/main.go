@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -96,18 +97,34 @@ func main() {
 
 // interruptible returns ctx cancelled by Ctrl-C or SIGTERM from now on,
 // so that an interrupted wait abandons (removes) its request rather than
-// leave it for the broker to prompt for. It is armed just before a
-// request is written, not at start: os/signal starts a goroutine that
-// blocks a thread in the runtime's signal wait (0.1-0.4 ms measured, on
-// the agent's critical path once per ask), which the asks that write no
-// request need not pay; before the write, Ctrl-C ends the process as it
-// ends any other, with nothing to clean up. The handling is never
-// stopped: the process ends after the ask either way, and stopping waits
-// for a hand-off with the runtime's signal goroutine (0.15 ms p50).
+// leave it for the broker to prompt for. The handling is never stopped:
+// the process ends after the ask either way, and stopping waits for a
+// hand-off with the runtime's signal goroutine (0.15 ms p50).
 func interruptible(ctx context.Context) context.Context {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	_ = stop
 	return ctx
+}
+
+// interruptibleLater returns ctx, cancelled (the signal's context's cause
+// as its cause) by Ctrl-C or SIGTERM once arm has run, and arm, which
+// arms that handling the first time it is called. The file transport
+// calls arm when its ask's answer is not a quick one
+// (forward.Client.OnLongWait): arming costs a goroutine of the runtime's
+// on a thread of its own, 0.3-0.5 ms of a one-ask process's wall time
+// measured, as much as a rule's whole round trip, and an ask a rule or a
+// grant answers is over in less; an interrupt in those first
+// milliseconds ends the process by the signal, and the broker withdraws
+// the request of a requester that is gone (decision 0030).
+func interruptibleLater(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			sig := interruptible(context.Background())
+			context.AfterFunc(sig, func() { cancel(context.Cause(sig)) })
+		})
+	}
 }
 
 // listFlag collects a repeatable flag.
@@ -280,7 +297,9 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 		d = fw.Forward(interruptible(ctx), req)
 	default:
 		req.TargetSessionID = target
-		d = client.Forward(interruptible(ctx), req)
+		ctx, arm := interruptibleLater(ctx)
+		client.OnLongWait = arm
+		d = client.Forward(ctx, req)
 	}
 	if err := local.Record(req, d); err != nil {
 		fmt.Fprintf(stderr, "child: warning: %v\n", err)
