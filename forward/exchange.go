@@ -155,7 +155,11 @@ func (x *exchange) write() string {
 func (x *exchange) await(ctx context.Context) decision.Decision {
 	c := x.c
 	timeout := orDefault(c.Timeout, DefaultTimeout)
-	deadline := time.NewTimer(timeout)
+	wait := timeout
+	if !c.Deadline.IsZero() {
+		wait = min(wait, time.Until(c.Deadline))
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	// The parent's liveness is first judged one LivenessInterval into the
 	// wait: an answer that comes sooner proves a serving parent, and most
@@ -169,7 +173,7 @@ func (x *exchange) await(ctx context.Context) decision.Decision {
 	}
 	if x.wait == nil {
 		// PollFirst: look without a watch first, then arm one.
-		if d, ok := x.pollFirst(ctx, min(c.PollFirst, timeout)); ok {
+		if d, ok := x.pollFirst(ctx, min(c.PollFirst, wait)); ok {
 			return d
 		}
 		x.longWait()
@@ -198,6 +202,11 @@ func (x *exchange) await(ctx context.Context) decision.Decision {
 		case <-ctx.Done():
 			if d, ok := x.answerIfWorthReading(); ok {
 				return d
+			}
+			if !c.Deadline.IsZero() && !time.Now().Before(c.Deadline) {
+				// The caller's ctx ended with this ask's deadline,
+				// which select may have picked second.
+				return x.timedOut(timeout)
 			}
 			return x.abandon(ReasonSessionEnded)
 		case <-deadline.C:

@@ -94,6 +94,12 @@ type Client struct {
 	Watch mailbox.WatchOptions
 	// Timeout bounds the whole wait; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Deadline, when not zero, ends every ask by then if Timeout would end
+	// it later, and an ask whose ctx ends by then is timed out, not
+	// abandoned: a caller whose time started before the ask (child hook
+	// gives its whole event and each ask the same --timeout) keeps its
+	// deadline, and the reason still names Timeout.
+	Deadline time.Time
 	// NoHeartbeat waits for the answer up to Timeout without checking the
 	// parent's heartbeat: a pi 20.x parent writes none.
 	NoHeartbeat bool

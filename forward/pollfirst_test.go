@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -201,5 +202,35 @@ func TestOnLongWaitIsNotCalledForAQuickAnswer(t *testing.T) {
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("OnLongWait called %d times for quick answers, want none", n)
+	}
+}
+
+// A caller's ctx that ends with the ask's Deadline (child hook gives its
+// event and each ask the same --timeout) ends the ask as timed out,
+// naming Timeout, never as "the session ended": both become ready at
+// once, and which one select took was chance (a hook that nobody
+// answered said "the session ended" in 4 of 8 runs).
+func TestACallersDeadlineIsTheAsksTimeout(t *testing.T) {
+	for _, pollFirst := range []time.Duration{0, OneShotPollFirst} {
+		t.Run(fmt.Sprint("PollFirst ", pollFirst), func(t *testing.T) {
+			for i := range 5 {
+				c, req := newClient(t)
+				req.ID = fmt.Sprintf("perm-deadline-%d", i)
+				c.PollFirst = pollFirst
+				if err := c.Layout.EnsureInbox("parent"); err != nil {
+					t.Fatal(err)
+				}
+				const timeout = 200 * time.Millisecond
+				c.Timeout = timeout
+				deadline := time.Now().Add(20 * time.Millisecond)
+				c.Deadline = deadline
+				ctx, cancel := context.WithDeadline(t.Context(), deadline)
+				d := c.Forward(ctx, req)
+				cancel()
+				if want := NoAnswerReason("parent", timeout); !d.Unavailable() || d.DenialReason != want {
+					t.Fatalf("ask %d: decision = %+v, want unavailable: %s", i, d, want)
+				}
+			}
+		})
 	}
 }

@@ -200,6 +200,10 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 		// A signal cancels the context the whole event is handled under,
 		// so that no later ask of the event is written either.
 		ctx, arm := interruptibleLater(ctx)
+		// One deadline for the event and its asks: an ask whose event's
+		// time ran out did not get its answer in time; it is not a session
+		// that ended (forward.Client.Deadline).
+		deadline := time.Now().Add(f.timeout)
 		var fw transportForwarder
 		if overNATS {
 			if fw, err = newNATSForwarder(f.transport, f.nats, f.timeout, logFile, warn); err != nil {
@@ -208,7 +212,7 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 			h.Forwarder = &interruptOnForward{Forwarder: fw, arm: arm}
 		} else {
 			fw = &forward.Client{
-				Layout: h.Layout, Log: logFile, Timeout: f.timeout, OnWarning: warn,
+				Layout: h.Layout, Log: logFile, Timeout: f.timeout, Deadline: deadline, OnWarning: warn,
 				// A few asks, then exit, as child ask (see there).
 				PollFirst:  forward.OneShotPollFirst,
 				OnLongWait: arm,
@@ -228,7 +232,12 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 			}
 			return g, nil
 		}
-		ctx, cancel := context.WithTimeout(ctx, f.timeout)
+		if overNATS {
+			// The NATS forwarder took its own deadline, a moment later;
+			// the event's must not come first (natsforward.Client.Deadline).
+			deadline = time.Now().Add(f.timeout)
+		}
+		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		res = h.Handle(ctx, data)
 	}
