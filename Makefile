@@ -75,7 +75,7 @@ FUZZTIME_SHORT ?=
 # `make soak` print it at the end.
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: all build test test-deps fmt-check vet lint fuzz fuzz-short soak demo clean proto interop interop-deps
+.PHONY: all build test test-deps fmt-check vet lint fuzz fuzz-short soak demo clean proto interop interop-deps interop-pi-deps
 
 all: build
 
@@ -200,6 +200,13 @@ CLAUDE_CODE_VERSION := 2.1.328
 CODEX_VERSION       := 0.169.0
 INTEROP_CLAUDE      := $(INTEROP_CACHE)/claude-code-$(CLAUDE_CODE_VERSION)
 INTEROP_CODEX       := $(INTEROP_CACHE)/codex-$(CODEX_VERSION)
+# pi-permission-system as published (its forwarding code, driven by
+# integration/interop/testdata/pi-forwarding-driver.mjs), and tsx to load
+# it: the package's src/ is TypeScript and Node 20 strips no types.
+PI_PERMISSION_VERSION := 20.7.3
+TSX_VERSION         := 4.23.15
+INTEROP_PI          := $(INTEROP_CACHE)/pi-permission-system-$(PI_PERMISSION_VERSION)
+INTEROP_TSX         := $(INTEROP_CACHE)/tsx-$(TSX_VERSION)
 INTEROP_TIMEOUT     ?= 20m
 # As a user rather than root, where user namespaces are enabled:
 # make interop UNSHARE='unshare -rn'
@@ -219,14 +226,31 @@ interop-deps:
 		npm install --prefix "$$dir" --no-audit --no-fund --no-save "$$pkg@$$ver"; \
 	done
 
+## interop-pi-deps: install the pinned pi-permission-system and tsx from
+## the npm registry into INTEROP_CACHE, unless that version is already
+## there. pi's peers (@earendil-works/pi-coding-agent, pi-tui) are left out
+## (--omit=peer): the forwarding modules the driver imports load without them
+interop-pi-deps:
+	@command -v npm >/dev/null 2>&1 || { echo "interop-pi-deps: npm is needed to install pi-permission-system"; exit 1; }
+	@set -e; for spec in "$(INTEROP_PI)|@gotgenes/pi-permission-system|$(PI_PERMISSION_VERSION)" \
+		"$(INTEROP_TSX)|tsx|$(TSX_VERSION)"; do \
+		dir=$${spec%%|*}; rest=$${spec#*|}; pkg=$${rest%%|*}; ver=$${rest#*|}; \
+		have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null || true); \
+		if [ "$$have" = "$$ver" ]; then echo "have $$pkg@$$ver in $$dir"; continue; fi; \
+		echo "npm install $$pkg@$$ver into $$dir"; mkdir -p "$$dir"; \
+		npm install --prefix "$$dir" --no-audit --no-fund --no-save --omit=peer "$$pkg@$$ver"; \
+	done
+
 ## interop: the real Claude Code and Codex CLIs against courier's hook, each
 ## driven by a scripted model endpoint on 127.0.0.1, inside a network
 ## namespace with only loopback (unshare -n: needs root or user namespaces;
-## tmux too). Not part of `make test`; integration/interop/README.md
-interop: interop-deps build
+## tmux too); pi-permission-system's forwarding code against the broker and
+## the child. Not part of `make test`; integration/interop/README.md
+interop: interop-deps interop-pi-deps build
 	$(GO) test -c -o $(BIN)/interop.test ./integration/interop
 	COURIER_INTEROP_DIR=$(INTEROP_CACHE) COURIER_INTEROP_CLAUDE=$(INTEROP_CLAUDE) \
 	COURIER_INTEROP_CODEX=$(INTEROP_CODEX) COURIER_BIN=$(abspath $(BIN)) \
+	COURIER_INTEROP_PI=$(INTEROP_PI) COURIER_INTEROP_TSX=$(INTEROP_TSX) \
 	$(UNSHARE) -- sh -c 'ip link set lo up && exec $(BIN)/interop.test -test.v -test.count=1 -test.timeout $(INTEROP_TIMEOUT) $(INTEROP_FLAGS)'
 
 clean:
