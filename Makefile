@@ -212,34 +212,32 @@ INTEROP_TIMEOUT     ?= 20m
 # make interop UNSHARE='unshare -rn'
 UNSHARE             ?= unshare -n
 
-## interop-deps: install the pinned Claude Code and Codex CLIs from the npm
-## registry into INTEROP_CACHE (default ~/.cache/courier-interop), unless
-## that version is already there
-interop-deps:
-	@command -v npm >/dev/null 2>&1 || { echo "interop-deps: npm is needed to install the agent CLIs"; exit 1; }
-	@set -e; for spec in "$(INTEROP_CLAUDE)|@anthropic-ai/claude-code|$(CLAUDE_CODE_VERSION)" \
-		"$(INTEROP_CODEX)|@openai/codex|$(CODEX_VERSION)"; do \
+# npm-pinned installs each "DIR|PACKAGE|VERSION" spec of $(1) from the npm
+# registry into its DIR, with the npm install flags $(2), unless that very
+# version is already there.
+define npm-pinned
+	@command -v npm >/dev/null 2>&1 || { echo "$@: npm is needed to install the pinned packages"; exit 1; }
+	@set -e; for spec in $(1); do \
 		dir=$${spec%%|*}; rest=$${spec#*|}; pkg=$${rest%%|*}; ver=$${rest#*|}; \
 		have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null || true); \
 		if [ "$$have" = "$$ver" ]; then echo "have $$pkg@$$ver in $$dir"; continue; fi; \
 		echo "npm install $$pkg@$$ver into $$dir"; mkdir -p "$$dir"; \
-		npm install --prefix "$$dir" --no-audit --no-fund --no-save "$$pkg@$$ver"; \
+		npm install --prefix "$$dir" --no-audit --no-fund --no-save $(2) "$$pkg@$$ver"; \
 	done
+endef
+
+## interop-deps: install the pinned Claude Code and Codex CLIs from the npm
+## registry into INTEROP_CACHE (default ~/.cache/courier-interop), unless
+## that version is already there
+interop-deps:
+	$(call npm-pinned,"$(INTEROP_CLAUDE)|@anthropic-ai/claude-code|$(CLAUDE_CODE_VERSION)" "$(INTEROP_CODEX)|@openai/codex|$(CODEX_VERSION)",)
 
 ## interop-pi-deps: install the pinned pi-permission-system and tsx from
 ## the npm registry into INTEROP_CACHE, unless that version is already
 ## there. pi's peers (@earendil-works/pi-coding-agent, pi-tui) are left out
 ## (--omit=peer): the forwarding modules the driver imports load without them
 interop-pi-deps:
-	@command -v npm >/dev/null 2>&1 || { echo "interop-pi-deps: npm is needed to install pi-permission-system"; exit 1; }
-	@set -e; for spec in "$(INTEROP_PI)|@gotgenes/pi-permission-system|$(PI_PERMISSION_VERSION)" \
-		"$(INTEROP_TSX)|tsx|$(TSX_VERSION)"; do \
-		dir=$${spec%%|*}; rest=$${spec#*|}; pkg=$${rest%%|*}; ver=$${rest#*|}; \
-		have=$$(node -p "require('$$dir/node_modules/$$pkg/package.json').version" 2>/dev/null || true); \
-		if [ "$$have" = "$$ver" ]; then echo "have $$pkg@$$ver in $$dir"; continue; fi; \
-		echo "npm install $$pkg@$$ver into $$dir"; mkdir -p "$$dir"; \
-		npm install --prefix "$$dir" --no-audit --no-fund --no-save --omit=peer "$$pkg@$$ver"; \
-	done
+	$(call npm-pinned,"$(INTEROP_PI)|@gotgenes/pi-permission-system|$(PI_PERMISSION_VERSION)" "$(INTEROP_TSX)|tsx|$(TSX_VERSION)",--omit=peer)
 
 ## interop: the real Claude Code and Codex CLIs against courier's hook, each
 ## driven by a scripted model endpoint on 127.0.0.1, inside a network
