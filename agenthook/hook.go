@@ -165,9 +165,6 @@ func (h *Hook) Handle(ctx context.Context, data []byte) (res Result) {
 			local = nil
 		}
 	}
-	// Built at the first suggestion to check: most events carry none, and
-	// parsing and compiling a policy cost a fresh process about 0.1 ms.
-	var adm *admitter
 	var summaries []string
 	var unanswered *decision.Decision
 	serving := false
@@ -176,14 +173,7 @@ func (h *Hook) Handle(ctx context.Context, data []byte) (res Result) {
 		if err != nil {
 			return h.unavailable(ev.Name, fmt.Sprintf("the ask cannot be built: %v", err))
 		}
-		if grants := Grants(ev.Suggestions, ask.Surface); len(grants) > 0 {
-			if adm == nil {
-				if adm, err = newAdmitter(h.Home); err != nil {
-					h.warn(err)
-				}
-			}
-			adm.Admit(&req, grants)
-		}
+		admitSuggestions(h.Home, &req, Grants(ev.Suggestions, ask.Surface))
 		d, ok := decision.Decision{}, false
 		if local != nil {
 			d, ok = local.Resolve(req)

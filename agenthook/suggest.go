@@ -68,31 +68,15 @@ func grantOf(r SuggestedRule) (wire.SuggestedGrant, bool) {
 	return wire.SuggestedGrant{}, false
 }
 
-// admitter checks suggested grants the way the broker admits them.
-type admitter struct{ policy *rules.Policy }
-
-// newAdmitter builds the check; home expands `~` in patterns as the
-// broker's does.
-func newAdmitter(home string) (*admitter, error) {
-	cfg, err := rules.Parse("agenthook-admission", []byte(`{"permission": {"*": "ask"}}`))
-	if err != nil {
-		return nil, err
-	}
-	p, err := rules.NewPolicy(cfg, rules.Options{Home: home})
-	if err != nil {
-		return nil, err
-	}
-	return &admitter{policy: p}, nil
-}
-
-// Admit keeps of grants those the broker would admit for req, and sets
-// them as req's suggestion when any is left; otherwise req keeps the
-// default suggestion it was built with.
-func (a *admitter) Admit(req *wire.Request, grants []wire.SuggestedGrant) {
-	if a == nil || len(grants) == 0 || req.AccessIntent == nil {
+// admitSuggestions keeps of grants those the broker would admit for req
+// (rules.AdmitGrants; home expands `~` in patterns as the broker's does),
+// and sets them as req's suggestion when any is left; otherwise req keeps
+// the default suggestion it was built with.
+func admitSuggestions(home string, req *wire.Request, grants []wire.SuggestedGrant) {
+	if len(grants) == 0 || req.AccessIntent == nil {
 		return
 	}
-	admitted, _ := a.policy.AdmitGrants(rules.QueryFromIntent(req.AccessIntent), grants)
+	admitted, _ := rules.AdmitGrants(home, rules.QueryFromIntent(req.AccessIntent), grants)
 	if len(admitted) > 0 {
 		req.SessionApproval = &wire.SessionApproval{Grants: admitted}
 	}
