@@ -123,8 +123,9 @@ func (o WatchOptions) filewatch() filewatch.Options {
 // and comes back, is delivered again. Forget means "try again": the name
 // is delivered again on the next event or scan that finds it, which makes
 // the rescan interval the natural back-off for a request that failed.
-// Every delivered name must get one of the two calls, or it is never
-// delivered again.
+// Removed is Done for a file the consumer saw gone (it removed it), which
+// spares the watcher a look at the directory. Every delivered name must
+// get one of these calls, or it is never delivered again.
 //
 // Delivery is at least once, never concurrent: a file written in place
 // (not renamed in) may be delivered again after Done if a write lands
@@ -139,6 +140,8 @@ type Watcher struct {
 	rescan chan struct{}
 
 	started atomic.Bool
+	// queued is len(queue) as of the watcher's last turn (Backlog).
+	queued atomic.Int64
 
 	mu       sync.Mutex
 	releases []release
@@ -152,6 +155,8 @@ type Watcher struct {
 	// notifier is used only by Run's goroutine, apart from its atomic
 	// test counters.
 	notifier *filewatch.Dir
+	// stat identifies a file (filewatch.Stat); a test counts the looks.
+	stat func(path string) (filewatch.ID, bool)
 
 	// Test hooks: hold delays reading inotify events until it is closed
 	// (to force an overflow); afterScan runs after every scan.
@@ -160,9 +165,18 @@ type Watcher struct {
 }
 
 type release struct {
-	name   string
-	forget bool
+	name string
+	how  releaseKind
 }
+
+// releaseKind is what a consumer said of a name it releases.
+type releaseKind uint8
+
+const (
+	releaseDone    releaseKind = iota // Done
+	releaseForget                     // Forget
+	releaseRemoved                    // Removed
+)
 
 type mailState uint8
 
@@ -183,6 +197,11 @@ type mailEntry struct {
 	// at once and ctime is jiffy-grained, so a delete-and-recreate can
 	// leave id unchanged; the event still tells.
 	changed bool
+	// replaced says that, while in flight, an event found a file under
+	// the name that may not be the one delivered (written in place, or
+	// another identity): Removed then looks at the directory as Done
+	// does, instead of taking the consumer's word that nothing is there.
+	replaced bool
 }
 
 // NewWatcher prepares a watcher for dir. Nothing happens until Run; dir
@@ -191,10 +210,11 @@ func NewWatcher(dir string, opts WatchOptions) *Watcher {
 	w := &Watcher{
 		dir:    filepath.Clean(dir),
 		opts:   opts,
-		ready:  make(chan string),
+		ready:  make(chan string, readyBuffer),
 		kick:   make(chan struct{}, 1),
 		rescan: make(chan struct{}, 1),
 		state:  make(map[string]*mailEntry),
+		stat:   filewatch.Stat,
 	}
 	fw := opts.filewatch()
 	fw.OnError = w.report
@@ -207,20 +227,48 @@ func (w *Watcher) Dir() string { return w.dir }
 
 // Ready delivers base names of files that are ready to be read. It is
 // closed when Run returns. Any number of goroutines may receive from it.
+// Up to readyBuffer names wait in it for a consumer, already delivered.
 func (w *Watcher) Ready() <-chan string { return w.ready }
+
+// readyBuffer is how many delivered names Ready holds for the consumer:
+// under a flood the watcher hands out a batch's names while the consumer
+// is not running, instead of waiting for it once for each name (a
+// goroutine switch each, on the goroutine every later name waits behind).
+const readyBuffer = 256
+
+// Backlog is how many names wait for the consumer, as of the watcher's
+// last turn: found and not yet handed out, or handed out into Ready and
+// not yet received. Safe from any goroutine. A consumer that does other
+// work besides reading (a broker answering a flood) can leave it while
+// names wait: the names behind a flood's come no sooner than the
+// watcher's turns, which compete with that work for the processors.
+func (w *Watcher) Backlog() int { return int(w.queued.Load()) + len(w.ready) }
 
 // Done releases a delivered name for good (see Watcher). Safe to call from
 // any goroutine, also after Run has returned.
-func (w *Watcher) Done(name string) { w.release(name, false) }
+func (w *Watcher) Done(name string) { w.release(name, releaseDone) }
 
 // Forget releases a delivered name for redelivery (see Watcher). Safe to
 // call from any goroutine, also after Run has returned.
-func (w *Watcher) Forget(name string) { w.release(name, true) }
+func (w *Watcher) Forget(name string) { w.release(name, releaseForget) }
 
-func (w *Watcher) release(name string, forget bool) {
+// Removed is Done for a name whose file the consumer saw gone (it removed
+// it, or found it removed) before releasing it: the watcher forgets the
+// name without looking at the directory, which Done does to learn whether
+// a file was written under the name meanwhile. A file made under the name
+// later has an event of its own, which finds the name unknown and
+// delivers it; if an event while the name was in flight found a file
+// there that may not be the one delivered, Removed looks as Done does.
+// Nothing is delivered twice or lost: what a look would tell, the events
+// tell, and a lost event is the safety rescan's, as always. A consumer
+// answering a flood of requests saves a system call each on the
+// watcher's goroutine, which every later request waits behind.
+func (w *Watcher) Removed(name string) { w.release(name, releaseRemoved) }
+
+func (w *Watcher) release(name string, how releaseKind) {
 	w.mu.Lock()
 	if !w.stopped {
-		w.releases = append(w.releases, release{name: name, forget: forget})
+		w.releases = append(w.releases, release{name: name, how: how})
 	}
 	w.mu.Unlock()
 	select {
@@ -256,6 +304,17 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.mu.Lock()
 		w.stopped, w.releases = true, nil
 		w.mu.Unlock()
+		w.queued.Store(0) // nothing waits for a consumer any more (Backlog)
+		// What the consumer has not received is not delivered, as a
+		// name offered and not taken was before Ready had a buffer: a
+		// receive after Run returned finds Ready closed.
+		for drained := false; !drained; {
+			select {
+			case <-w.ready:
+			default:
+				drained = true
+			}
+		}
 		close(w.ready)
 	}()
 
@@ -288,6 +347,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if name, ok := w.head(); ok {
 			out, next = w.ready, name
 		}
+		w.queued.Store(int64(len(w.queue)))
 		batches := n.Batches()
 		if hold != nil {
 			batches = nil
@@ -377,13 +437,20 @@ func (w *Watcher) applyReleases() {
 		if e == nil || e.state == mailQueued {
 			continue // never delivered: nothing to release
 		}
-		if r.forget {
+		switch {
+		case r.how == releaseForget:
 			delete(w.state, r.name)
 			// Redelivered by the next event or scan that finds it,
 			// not at once, so a failing file does not spin.
 			continue
+		case r.how == releaseRemoved && e.state == mailInFlight && !e.replaced:
+			// Gone when released, and no event since the delivery
+			// found another file there: a file made later is new mail
+			// to its own event.
+			delete(w.state, r.name)
+			continue
 		}
-		id, ok := filewatch.Stat(filepath.Join(w.dir, r.name))
+		id, ok := w.stat(filepath.Join(w.dir, r.name))
 		switch {
 		case !ok:
 			delete(w.state, r.name)
@@ -402,11 +469,19 @@ func (w *Watcher) handleEvent(ev filewatch.Event) {
 	if !IsMailName(ev.Name) {
 		return
 	}
+	if ev.Op&(filewatch.Create|filewatch.Write) == 0 {
+		// Removed or renamed away: gone, whatever a look would find
+		// now. A file made under the name since has an event of its
+		// own, after this one, which looks. Not looking here saves a
+		// system call for every request a consumer removes.
+		w.observe(ev.Name, filewatch.ID{}, false, true)
+		return
+	}
 	// Create is a rename into the directory or a new file; alone it
 	// proves nothing about a name already delivered, because the Create
 	// of the very file a scan delivered may arrive after it. Write (a
-	// writer publishing in place), Remove and Rename do prove a change.
-	id, exists := filewatch.Stat(ev.Path)
+	// writer publishing in place) does prove a change.
+	id, exists := w.stat(ev.Path)
 	changed := !exists || ev.Op&(filewatch.Write|filewatch.Remove|filewatch.Rename) != 0
 	w.observe(ev.Name, id, exists, changed)
 }
@@ -429,8 +504,15 @@ func (w *Watcher) observe(name string, id filewatch.ID, exists, changed bool) {
 		}
 	case e.state == mailInFlight:
 		// The consumer keeps it; Done decides what the change means.
+		if exists && e.changed {
+			// A file there after evidence that the delivered one went
+			// or changed may be another whatever its identity says (an
+			// inode number reused within one ctime tick): Removed looks.
+			e.replaced = true
+		}
 		if changed || id != e.id {
 			e.changed = true
+			e.replaced = e.replaced || exists
 		}
 	case !exists:
 		delete(w.state, name) // done, and gone
@@ -468,9 +550,16 @@ func (w *Watcher) scan() {
 		// Done, which compares the file's identity then: with thousands of
 		// asks held at a terminal, a stat of each every second was most
 		// of an idle broker's CPU.
-		if e := w.state[name]; e == nil || e.state == mailDone {
-			id, ok := filewatch.Stat(filepath.Join(w.dir, name))
+		e := w.state[name]
+		switch {
+		case e == nil || e.state == mailDone:
+			id, ok := w.stat(filepath.Join(w.dir, name))
 			w.observe(name, id, ok, false)
+		case e.state == mailInFlight:
+			// Listed while in flight: the delivered file, or one made
+			// after the consumer removed it whose events were lost (what
+			// a scan is for). Removed looks, as Done does.
+			e.replaced = true
 		}
 	}
 	for name := range w.state {

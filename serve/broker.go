@@ -138,6 +138,9 @@ type Broker struct {
 	// listInbox, when set, replaces the watcher's listing for the sweep:
 	// a test counts the listings.
 	listInbox func() ([]string, error)
+	// watcherBacklog, when set, replaces the watcher's Backlog for the
+	// workers: a test holds names back.
+	watcherBacklog func() int
 	// noFactsNoticed: OnNotice has heard of a request without access
 	// facts, [1] of a bash one, [0] of any other.
 	noFactsNoticed [2]atomic.Bool
@@ -356,6 +359,9 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 		j()
 		b.fair.done()
 	}
+	gate := time.NewTimer(time.Hour)
+	gate.Stop()
+	defer gate.Stop()
 	for reads := 0; ; {
 		select {
 		case <-stop:
@@ -373,6 +379,14 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 				reads++
 				continue
 			}
+		}
+		if readAll && b.inboxBacklog() > 0 {
+			// The watcher has names for the reading: the flood's job
+			// waits for them (see readerFirst).
+			if !readerFirst(stop, watcherEnded, waiting.wake, gate) {
+				return
+			}
+			continue
 		}
 		if j, ok := b.fair.take(); ok {
 			do(j)

@@ -19,8 +19,10 @@
 // request, the review entries, escalating an ask) waits in a queue per
 // requesting session and is done in turn across them, so that a flood
 // from one subagent never starves another. Reading comes first while files
-// are waiting. An ask for the chain or the terminal leaves its worker for
-// a goroutine of its own, so a human deliberating or a slow plugin never
+// are waiting, and under a flood the flood's jobs wait while the inbox
+// watcher still has names to hand out (0031). An ask for the chain or the
+// terminal leaves its worker for a goroutine of its own, so a human
+// deliberating or a slow plugin never
 // delays a rule-resolved answer to another child; the asks waiting there
 // are bounded per requesting session and in all, and one past a bound is
 // answered "unavailable" at once, saying which. A terminal that is a

@@ -40,10 +40,15 @@ const (
 
 // release tells the watcher what became of the request file name: done
 // with it (answered, dropped), or to deliver it again (retry). A queued
-// request is released later, by its job.
+// request is released later, by its job. An answered request's file is
+// gone (answered says it was removed), which the watcher need not look
+// up again: under a flood that look was one of the watcher's system calls
+// for every request, on the goroutine every later request waits behind.
 func (b *Broker) release(name string, o outcome) {
 	switch o {
-	case answered, dropped:
+	case answered:
+		b.watcher.Removed(name)
+	case dropped:
 		b.watcher.Done(name)
 	case retry:
 		b.watcher.Forget(name)
