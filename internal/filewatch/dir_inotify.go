@@ -91,8 +91,16 @@ func (s *inotifySource) watchAncestor() (again bool) {
 			}
 			s.anc.path, s.next = parent, next
 			if _, err := s.set.rewatch(&s.anc); err != nil {
-				// Removed again, or a watch cannot be had: look again
-				// at the poll cadence.
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					// Removed between the look and the watch (a pi
+					// child's cleanup removes the session directory
+					// right after requests/): the nearest existing
+					// ancestor is further up. Giving up here left the
+					// directory to the poll cadence.
+					next = parent
+					continue
+				}
+				// A watch cannot be had: look again at the poll cadence.
 				return false
 			}
 			_, err := os.Lstat(next)

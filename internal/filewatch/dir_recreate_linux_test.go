@@ -98,3 +98,53 @@ func TestDirArmsADirectoryMadeWhileLooking(t *testing.T) {
 		t.Error("the ancestor watch outlived the arm")
 	}
 }
+
+// The ancestor removed between the look at it and its watch (a pi child's
+// cleanup removes the session directory right after requests/): the watch
+// goes to the next existing ancestor up. It gave up instead, and the
+// directory was left to the poll cadence (an hour in a test; the broker's
+// TestWatcherRecreatedDirectoryDeliversAtOnce failed so about once in a
+// hundred runs).
+func TestDirAwaitsPastAnAncestorRemovedWhileLooking(t *testing.T) {
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	session := filepath.Join(sessions, "s")
+	dir := filepath.Join(session, "requests")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src := newInotifySource(dir)
+	d := newDirWith(dir, Options{OnError: func(err error) { t.Errorf("reported %v", err) }}, src)
+	defer d.Close()
+	d.Check()
+	expectArmed(t, d, 1)
+
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	expectLost(t, d)
+	add := inotifyAddWatch
+	t.Cleanup(func() { inotifyAddWatch = add })
+	removed := false
+	inotifyAddWatch = func(fd int, path string, mask uint32) (int, error) {
+		if path == session && !removed {
+			removed = true
+			if err := os.Remove(session); err != nil {
+				t.Error(err)
+			}
+		}
+		return add(fd, path, mask)
+	}
+	d.Check()
+	if !removed {
+		t.Fatal("the session directory was never watched")
+	}
+	expectState(t, d, Awaiting)
+	if src.anc.path != sessions {
+		t.Errorf("the ancestor watched is %s, want %s", src.anc.path, sessions)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	expectRecheck(t, d, "the whole path came back")
+	expectArmed(t, d, 2)
+}

@@ -22,7 +22,9 @@ const (
 // read through the runtime's poller.
 func inotifyInit() (int, error) { return unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK) }
 
-func inotifyAddWatch(fd int, path string, mask uint32) (int, error) {
+// inotifyAddWatch is inotify_add_watch(2); a variable so that a test can
+// remove a directory between a look at it and its watch.
+var inotifyAddWatch = func(fd int, path string, mask uint32) (int, error) {
 	return unix.InotifyAddWatch(fd, path, mask)
 }
 

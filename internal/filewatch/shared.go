@@ -3,10 +3,12 @@ package filewatch
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -346,6 +348,12 @@ func (s *Shared) awaitDir(dir string, needed map[string]bool) bool {
 		if err := s.rewatch(a); err != nil {
 			if a.wd < 0 {
 				delete(s.ancestors, parent)
+			}
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				// Removed between the look and the watch: the nearest
+				// existing ancestor is further up.
+				next = parent
+				continue
 			}
 			return false
 		}

@@ -3,6 +3,7 @@ package filewatch
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -73,4 +74,64 @@ func (s *Shared) awaitingAncestor() bool {
 		}
 	}
 	return false
+}
+
+// The ancestor removed between the look at it and its watch: the Shared
+// watches the next existing ancestor up, rather than leave the waiter to
+// the poll cadence (an hour here).
+func TestSharedAwaitsPastAnAncestorRemovedWhileLooking(t *testing.T) {
+	session := filepath.Join(t.TempDir(), "sessions", "s")
+	dir := filepath.Join(session, "responses")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Set before the Shared starts, which reads it on its own goroutine.
+	add := inotifyAddWatch
+	t.Cleanup(func() { inotifyAddWatch = add })
+	var removed atomic.Bool
+	inotifyAddWatch = func(fd int, path string, mask uint32) (int, error) {
+		if path == session && removed.CompareAndSwap(false, true) {
+			if err := os.Remove(session); err != nil {
+				t.Error(err)
+			}
+		}
+		return add(fd, path, mask)
+	}
+	in, err := OpenInotify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescans := make(chan struct{}, 1)
+	s := startShared(in, SharedOptions{Linger: time.Hour, Timing: Timing{Rescan: time.Hour, Poll: time.Hour}}, func() {
+		select {
+		case rescans <- struct{}{}:
+		default:
+		}
+	})
+	defer s.Close()
+	path := filepath.Join(dir, "r.json")
+	wt, err := s.Await(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wt.Done()
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(waitLimit)
+	for !s.awaitingAncestor() {
+		select {
+		case <-deadline:
+			t.Fatalf("no ancestor watched (the session directory removed while looking: %v)", removed.Load())
+		case <-rescans:
+		}
+	}
+	if !removed.Load() {
+		t.Fatal("the session directory was never watched")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, path)
+	woken(t, wt)
 }
