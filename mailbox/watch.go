@@ -210,7 +210,7 @@ func NewWatcher(dir string, opts WatchOptions) *Watcher {
 	w := &Watcher{
 		dir:    filepath.Clean(dir),
 		opts:   opts,
-		ready:  make(chan string, readyBuffer),
+		ready:  make(chan string),
 		kick:   make(chan struct{}, 1),
 		rescan: make(chan struct{}, 1),
 		state:  make(map[string]*mailEntry),
@@ -227,22 +227,17 @@ func (w *Watcher) Dir() string { return w.dir }
 
 // Ready delivers base names of files that are ready to be read. It is
 // closed when Run returns. Any number of goroutines may receive from it.
-// Up to readyBuffer names wait in it for a consumer, already delivered.
+// It holds no names: a name is handed out when a consumer takes it, so
+// that one whose file vanishes before then is dropped, never delivered.
 func (w *Watcher) Ready() <-chan string { return w.ready }
 
-// readyBuffer is how many delivered names Ready holds for the consumer:
-// under a flood the watcher hands out a batch's names while the consumer
-// is not running, instead of waiting for it once for each name (a
-// goroutine switch each, on the goroutine every later name waits behind).
-const readyBuffer = 256
-
 // Backlog is how many names wait for the consumer, as of the watcher's
-// last turn: found and not yet handed out, or handed out into Ready and
-// not yet received. Safe from any goroutine. A consumer that does other
-// work besides reading (a broker answering a flood) can leave it while
-// names wait: the names behind a flood's come no sooner than the
-// watcher's turns, which compete with that work for the processors.
-func (w *Watcher) Backlog() int { return int(w.queued.Load()) + len(w.ready) }
+// last turn: found and not yet handed out. Safe from any goroutine. A
+// consumer that does other work besides reading (a broker answering a
+// flood) can leave it while names wait: the names behind a flood's come
+// no sooner than the watcher's turns, which compete with that work for
+// the processors.
+func (w *Watcher) Backlog() int { return int(w.queued.Load()) }
 
 // Done releases a delivered name for good (see Watcher). Safe to call from
 // any goroutine, also after Run has returned.
@@ -305,16 +300,6 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.stopped, w.releases = true, nil
 		w.mu.Unlock()
 		w.queued.Store(0) // nothing waits for a consumer any more (Backlog)
-		// What the consumer has not received is not delivered, as a
-		// name offered and not taken was before Ready had a buffer: a
-		// receive after Run returned finds Ready closed.
-		for drained := false; !drained; {
-			select {
-			case <-w.ready:
-			default:
-				drained = true
-			}
-		}
 		close(w.ready)
 	}()
 

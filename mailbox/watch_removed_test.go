@@ -114,43 +114,6 @@ func TestWatcherRemovedSeesAFileWrittenAgain(t *testing.T) {
 	}
 }
 
-// Ready holds delivered names for a consumer that is not receiving: the
-// watcher hands out a burst without waiting for the consumer once for each
-// name, and Backlog counts them until they are received. Run's end drops
-// what was not received (TestWatcherRunStopsCleanly).
-func TestWatcherReadyHoldsABurst(t *testing.T) {
-	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour})
-	h.waitWatching()
-	const n = 10
-	want := map[string]bool{}
-	for i := range n {
-		name := "r" + string(rune('a'+i)) + ".json"
-		want[name] = true
-		publish(t, dir, name)
-	}
-	deadline := time.Now().Add(waitLimit)
-	for h.w.queued.Load() != 0 || len(h.w.ready) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d names still queued, %d in Ready, want all %d handed out", h.w.queued.Load(), len(h.w.ready), n)
-		}
-		time.Sleep(time.Millisecond) // the watcher's goroutine hands them out; nothing to wait on
-	}
-	if got := h.w.Backlog(); got != n {
-		t.Errorf("Backlog = %d with %d names in Ready, want %d", got, n, n)
-	}
-	for range n {
-		name := h.next()
-		if !want[name] {
-			t.Fatalf("delivered %q, not one of the burst or twice", name)
-		}
-		delete(want, name)
-	}
-	if got := h.w.Backlog(); got != 0 {
-		t.Errorf("Backlog = %d once all were received, want 0", got)
-	}
-}
-
 // The consumer removes r1 (IN_DELETE), a writer
 // makes r1 again by a rename (IN_MOVED_TO), and both events are handled
 // while r1 is still in flight. The new file has the identity of the one
@@ -257,17 +220,19 @@ func TestWatcherRemovedAfterLostEvents(t *testing.T) {
 // forever.
 func TestWatcherBacklogAfterRun(t *testing.T) {
 	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-	for i := range readyBuffer + 50 {
+	for i := range 50 {
 		publish(t, dir, fmt.Sprintf("r-%04d.json", i))
 	}
 	w := NewWatcher(dir, WatchOptions{RescanInterval: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
+	// Nothing signals the watcher's turn: its count is looked at every
+	// millisecond.
 	deadline := time.Now().Add(waitLimit)
-	for len(w.ready) < readyBuffer {
+	for w.Backlog() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("Ready never filled")
+			t.Fatal("the 50 names were never counted")
 		}
 		time.Sleep(time.Millisecond)
 	}
