@@ -126,13 +126,7 @@ func TestWatcherRemovedSeesAFileWrittenAgain(t *testing.T) {
 // equal), so the new file is forgotten until the next safety rescan (an
 // hour here; under a flood the broker's is every housekeepingEvery ticks).
 func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		release func(*Watcher, string)
-	}{
-		{"Done", (*Watcher).Done},
-		{"Removed", (*Watcher).Removed},
-	} {
+	for _, tt := range releases {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			// Every file the watcher looks at has one identity: an inode
@@ -154,14 +148,7 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 			publish(t, dir, "sync.json")
 			h.expect("sync.json") // r1's Delete and Create are handled
 			tt.release(h.w, "r1.json")
-			select {
-			case name := <-h.w.Ready():
-				if name != "r1.json" {
-					t.Fatalf("delivered %q, want r1.json", name)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatal("r1.json written again while in flight was not delivered after the release")
-			}
+			h.expectAgain("r1.json")
 		})
 	}
 }
@@ -173,13 +160,7 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 // new file waits for the next safety rescan. Here events are never read
 // (hold stays closed), so only scans tell.
 func TestWatcherRemovedAfterLostEvents(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		release func(*Watcher, string)
-	}{
-		{"Done", (*Watcher).Done},
-		{"Removed", (*Watcher).Removed},
-	} {
+	for _, tt := range releases {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			hold := make(chan struct{}) // events are never read: lost
@@ -203,14 +184,7 @@ func TestWatcherRemovedAfterLostEvents(t *testing.T) {
 				t.Fatal("no rescan")
 			}
 			tt.release(h.w, "r1.json")
-			select {
-			case name := <-h.w.Ready():
-				if name != "r1.json" {
-					t.Fatalf("delivered %q, want r1.json", name)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatal("r1.json written again while in flight was not delivered after the release")
-			}
+			h.expectAgain("r1.json")
 		})
 	}
 }
@@ -243,5 +217,29 @@ func TestWatcherBacklogAfterRun(t *testing.T) {
 	}
 	if got := w.Backlog(); got != 0 {
 		t.Errorf("Backlog = %d after Run returned, want 0", got)
+	}
+}
+
+// releases are the two ways of releasing a name whose file the consumer
+// saw gone: both must find a file written again under the name.
+var releases = []struct {
+	name    string
+	release func(*Watcher, string)
+}{
+	{"Done", (*Watcher).Done},
+	{"Removed", (*Watcher).Removed},
+}
+
+// expectAgain waits for name, written again while it was in flight, to
+// be delivered after its release.
+func (h *harness) expectAgain(name string) {
+	h.t.Helper()
+	select {
+	case got := <-h.w.Ready():
+		if got != name {
+			h.t.Fatalf("delivered %q, want %s", got, name)
+		}
+	case <-time.After(2 * time.Second):
+		h.t.Fatalf("%s written again while in flight was not delivered after the release", name)
 	}
 }

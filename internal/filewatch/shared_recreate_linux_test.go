@@ -14,17 +14,7 @@ import (
 // the answer. The waiter is woken by the ancestor's events: both
 // intervals are an hour, so no poll or rescan can wake it.
 func TestSharedFollowsARecreatedDirectory(t *testing.T) {
-	in, err := OpenInotify()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rescans := make(chan struct{}, 1)
-	s := startShared(in, SharedOptions{Linger: time.Hour, Timing: Timing{Rescan: time.Hour, Poll: time.Hour}}, func() {
-		select {
-		case rescans <- struct{}{}:
-		default:
-		}
-	})
+	s, rescans := startEventsOnlyShared(t)
 	defer s.Close()
 	session := filepath.Join(t.TempDir(), "sessions", "s")
 	dir := filepath.Join(session, "responses")
@@ -97,17 +87,7 @@ func TestSharedAwaitsPastAnAncestorRemovedWhileLooking(t *testing.T) {
 		}
 		return add(fd, path, mask)
 	}
-	in, err := OpenInotify()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rescans := make(chan struct{}, 1)
-	s := startShared(in, SharedOptions{Linger: time.Hour, Timing: Timing{Rescan: time.Hour, Poll: time.Hour}}, func() {
-		select {
-		case rescans <- struct{}{}:
-		default:
-		}
-	})
+	s, rescans := startEventsOnlyShared(t)
 	defer s.Close()
 	path := filepath.Join(dir, "r.json")
 	wt, err := s.Await(path)
@@ -131,4 +111,23 @@ func TestSharedAwaitsPastAnAncestorRemovedWhileLooking(t *testing.T) {
 	}
 	// The way back, made again, wakes the waiter through that watch:
 	// TestSharedFollowsARecreatedDirectory.
+}
+
+// startEventsOnlyShared starts a Shared whose rescans and polls are an
+// hour apart, so that only events can wake a waiter; rescans tells of
+// each rescan.
+func startEventsOnlyShared(t *testing.T) (*Shared, <-chan struct{}) {
+	t.Helper()
+	in, err := OpenInotify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescans := make(chan struct{}, 1)
+	s := startShared(in, SharedOptions{Linger: time.Hour, Timing: Timing{Rescan: time.Hour, Poll: time.Hour}}, func() {
+		select {
+		case rescans <- struct{}{}:
+		default:
+		}
+	})
+	return s, rescans
 }
