@@ -125,12 +125,9 @@ func (c *Client) log(e reviewlog.Entry) {
 }
 
 // Unresolved is the decision when no parent session could be resolved,
-// logged as forward.Client logs it.
+// logged by forward.Client.Unresolved itself: no mailbox is involved.
 func (c *Client) Unresolved(requestID string) decision.Decision {
-	c.log(forward.UnresolvedEntry(requestID))
-	d := decision.NobodyAnswered(forward.ReasonNoTarget)
-	c.log(forward.TerminalEntry(requestID, d))
-	return d
+	return (&forward.Client{Log: c.Log, OnWarning: c.OnWarning}).Unresolved(requestID)
 }
 
 // LogLocal writes the terminal entry of an ask a local session grant

@@ -200,13 +200,14 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 		// A signal cancels the context the whole event is handled under,
 		// so that no later ask of the event is written either.
 		ctx, arm := interruptibleLater(ctx)
-		// One deadline for the event and its asks: an ask whose event's
-		// time ran out did not get its answer in time; it is not a session
-		// that ended (forward.Client.Deadline).
+		// One deadline for the event and its asks, over either transport:
+		// an ask whose event's time ran out did not get its answer in
+		// time; it is not a session that ended (forward.Client.Deadline,
+		// natsforward.Client.Deadline).
 		deadline := time.Now().Add(f.timeout)
 		var fw transportForwarder
 		if overNATS {
-			if fw, err = newNATSForwarder(f.transport, f.nats, f.timeout, logFile, warn); err != nil {
+			if fw, err = newNATSForwarder(f.transport, f.nats, f.timeout, deadline, logFile, warn); err != nil {
 				return usageError(stderr, "hook: %v", err)
 			}
 			h.Forwarder = &interruptOnForward{Forwarder: fw, arm: arm}
@@ -231,11 +232,6 @@ func runHook(ctx context.Context, args []string, getenv func(string) string, std
 				return nil, err
 			}
 			return g, nil
-		}
-		if overNATS {
-			// The NATS forwarder took its own deadline, a moment later;
-			// the event's must not come first (natsforward.Client.Deadline).
-			deadline = time.Now().Add(f.timeout)
 		}
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()

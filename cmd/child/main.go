@@ -289,7 +289,7 @@ func runAsk(ctx context.Context, args []string, getenv func(string) string, stdi
 		d = client.Unresolved(req.ID)
 	case overNATS:
 		req.TargetSessionID = target
-		fw, err := newNATSForwarder(f.transport, f.nats, f.timeout, logFile, client.OnWarning)
+		fw, err := newNATSForwarder(f.transport, f.nats, f.timeout, time.Now().Add(f.timeout), logFile, client.OnWarning)
 		if err != nil {
 			return usageError(stderr, "%v", err)
 		}

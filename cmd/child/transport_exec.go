@@ -35,6 +35,6 @@ func execNATS(args []string, stderr io.Writer) (int, bool) {
 
 // newNATSForwarder is never reached in this build (execNATS runs the
 // sibling first); it exists so that the code that forwards compiles once.
-func newNATSForwarder(string, natsFlags, time.Duration, *reviewlog.Log, func(error)) (transportForwarder, error) {
+func newNATSForwarder(string, natsFlags, time.Duration, time.Time, *reviewlog.Log, func(error)) (transportForwarder, error) {
 	return nil, fmt.Errorf("this child was built without NATS: run %s", natsBinary)
 }

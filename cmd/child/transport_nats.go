@@ -43,9 +43,9 @@ type natsForwarder struct {
 	asyncErrors atomic.Int32
 }
 
-// newNATSForwarder checks the NATS settings; its deadline, timeout from
-// now, bounds the connection and every ask.
-func newNATSForwarder(transport string, n natsFlags, timeout time.Duration, log *reviewlog.Log, warn func(error)) (transportForwarder, error) {
+// newNATSForwarder checks the NATS settings; deadline bounds the
+// connection and every ask, whose reason names timeout.
+func newNATSForwarder(transport string, n natsFlags, timeout time.Duration, deadline time.Time, log *reviewlog.Log, warn func(error)) (transportForwarder, error) {
 	owner, err := natsOwner(n, transport)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func newNATSForwarder(transport string, n natsFlags, timeout time.Duration, log 
 		return nil, fmt.Errorf("the NATS owner (--nats-owner, $COURIER_NATS_OWNER or the URL's user): %w", err)
 	}
 	return &natsForwarder{
-		url: transport, flags: n, owner: owner, timeout: timeout, deadline: time.Now().Add(timeout),
+		url: transport, flags: n, owner: owner, timeout: timeout, deadline: deadline,
 		log: log, warn: warn,
 	}, nil
 }

@@ -280,7 +280,7 @@ func TestHookOverNATSKeepsItsDeadline(t *testing.T) {
 // are warnings, at most maxAsyncErrors and one saying more came.
 func TestNATSAsyncErrorsAreFewWarnings(t *testing.T) {
 	var got []string
-	fw, err := newNATSForwarder("nats://127.0.0.1:4222", natsFlags{owner: "alice", local: true}, time.Second, nil,
+	fw, err := newNATSForwarder("nats://127.0.0.1:4222", natsFlags{owner: "alice", local: true}, time.Second, time.Now().Add(time.Second), nil,
 		func(err error) { got = append(got, err.Error()) })
 	if err != nil {
 		t.Fatal(err)
