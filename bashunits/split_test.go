@@ -267,6 +267,7 @@ func FuzzSplit(f *testing.F) {
 		"for f in $(ls); do rm \"$f\"; done", "f() { x; }", "(a) 2>&1 | b &",
 		"git status --short", "sudo ls", "python3 -c x", "export A=1", "let x=1", "time ls",
 		"bash -lc x", "find . -exec rm", "FOO=1 ls", "  ls   -la  ~/x ", "%1", "= x", "a=b=c d",
+		"${ 0&}", "echo ${ ls; }", "echo ${|ls;}", "echo ${\tls;}",
 	} {
 		f.Add(s)
 	}
@@ -290,9 +291,7 @@ func FuzzSplit(f *testing.F) {
 				}
 				continue
 			}
-			if strings.Contains(u.Command, "$(") || strings.Contains(u.Command, "`") ||
-				strings.Contains(u.Command, "<(") || strings.Contains(u.Command, ">(") ||
-				strings.Contains(u.Command, "<<") || strings.ContainsAny(u.Command, "\r\\") {
+			if holdsNested(u.Command) {
 				continue
 			}
 			again := Split(u.Command)
@@ -301,4 +300,18 @@ func FuzzSplit(f *testing.F) {
 			}
 		}
 	})
+}
+
+// holdsNested reports whether a unit may hold commands of its own, which
+// split again apart from it: a command substitution in any of bash's
+// spellings (`$(…)`, backquotes, and bash 5.3's `${ …; }` and `${|…;}`,
+// which the parser also reads), a process substitution, a here-document,
+// or a character the unit's text may carry differently (CR, backslash).
+func holdsNested(cmd string) bool {
+	for _, opener := range []string{"$(", "`", "<(", ">(", "<<", "${ ", "${\t", "${\n", "${|"} {
+		if strings.Contains(cmd, opener) {
+			return true
+		}
+	}
+	return strings.ContainsAny(cmd, "\r\\")
 }
