@@ -191,10 +191,12 @@ func globDir(dir, pattern string) string {
 // two separators (mcp__a__b__c) names server "a" and tool "b__c", or
 // server "a__b" and tool "c", and the agent does not say which. Every
 // reading is asked for (a deny of any denies; an allow needs all). None
-// for a name that is not an MCP tool's.
+// for a name that is not an MCP tool's, nor for one longer than any
+// agent's tool name (maxToolName): a name of n underscores has about n
+// readings of n bytes each (32 KiB of them were a gigabyte).
 func mcpValues(name string) []string {
 	rest, ok := strings.CutPrefix(name, "mcp__")
-	if !ok {
+	if !ok || len(name) > maxToolName {
 		return nil
 	}
 	var out []string
@@ -223,7 +225,9 @@ var reservedSurfaces = []string{
 	SurfaceMCP, SurfaceWebFetch, SurfaceWebSearch, "webfetch", "websearch", "apply_patch",
 }
 
-// maxToolName bounds an unknown tool's name, which becomes a surface.
+// maxToolName bounds a tool's name: an unknown tool's becomes a surface,
+// an MCP tool's is read every way it splits (mcpValues). The model APIs
+// allow no longer tool name.
 const maxToolName = 128
 
 // checkUnknownTool reports why name cannot be an unknown tool's surface:
@@ -231,6 +235,9 @@ const maxToolName = 128
 // that names no server and tool, or one with characters no agent's tool
 // name has (spaces, controls, quotes: `Bash `).
 func checkUnknownTool(name string) error {
+	if len(name) > maxToolName {
+		return fieldError("tool_name", "expected at most %d bytes, got %d", maxToolName, len(name))
+	}
 	for _, r := range reservedSurfaces {
 		if strings.EqualFold(name, r) {
 			return fieldError("tool_name", "%q reads as %q, a tool or surface mapped by its exact name only: expected a tool name the agent sends", name, r)
@@ -238,9 +245,6 @@ func checkUnknownTool(name string) error {
 	}
 	if len(name) >= 5 && strings.EqualFold(name[:5], "mcp__") {
 		return fieldError("tool_name", "%q: expected an MCP tool's name as mcp__<server>__<tool>", name)
-	}
-	if len(name) > maxToolName {
-		return fieldError("tool_name", "expected at most %d bytes, got %d", maxToolName, len(name))
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]

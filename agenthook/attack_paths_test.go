@@ -207,3 +207,28 @@ func TestNoAskAfterTheDeadline(t *testing.T) {
 		t.Errorf("verdict %v after %d asks, want none after none", res.Answer.Verdict, len(s.requests))
 	}
 }
+
+// TestOversizedNamesAndPathsRefused: a tool name longer than any agent's
+// and a path longer than PATH_MAX are refused before they are read every
+// way: an mcp__ name splits at each "__" (32 KiB of underscores made a
+// gigabyte of readings), and a path is resolved a component at a time,
+// each joined to the whole prefix (32 KiB of `/a` took 2.7 s). The
+// subagent that sends them gets no ask and no allow.
+func TestOversizedNamesAndPathsRefused(t *testing.T) {
+	long := strings.Repeat("/a", 2100) // 4,200 bytes
+	for _, tc := range []struct {
+		name  string
+		event map[string]any
+		diag  string
+	}{
+		{"an MCP name", map[string]any{"tool_name": "mcp__" + strings.Repeat("a__", 50) + "b", "tool_input": map[string]any{}}, "tool_name"},
+		{"a Read", map[string]any{"tool_name": "Read", "tool_input": map[string]any{"file_path": long}}, "PATH_MAX"},
+		{"a Write", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": "/case/work" + long, "content": "x"}}, "PATH_MAX"},
+	} {
+		s := &stub{answers: []decision.Decision{decision.Allow(allowRule)}}
+		res := testHook(ClaudeCode, s).Handle(context.Background(), event(t, tc.event))
+		if res.Answer.Verdict != VerdictNone || len(s.requests) != 0 || !strings.Contains(res.Diag, tc.diag) {
+			t.Errorf("%s: verdict %v after %d asks (%s), want refused naming %s", tc.name, res.Answer.Verdict, len(s.requests), res.Diag, tc.diag)
+		}
+	}
+}

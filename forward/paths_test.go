@@ -1,9 +1,11 @@
 package forward
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +71,16 @@ func TestResolvePathRefusesALoop(t *testing.T) {
 	}
 	if got, err := ResolvePath(filepath.Join(a, "x")); err == nil {
 		t.Fatalf("ResolvePath through a loop = %q, want an error", got)
+	}
+}
+
+// TestResolvePathRefusesALongPath: past PATH_MAX no system call takes the
+// path, and resolving it would cost time quadratic in its length.
+func TestResolvePathRefusesALongPath(t *testing.T) {
+	if got, err := ResolvePath(strings.Repeat("/a", 2049)); !errors.Is(err, errPathTooLong) {
+		t.Fatalf("ResolvePath of 4,098 bytes = %q, %v; want errPathTooLong", got, err)
+	}
+	if _, err := ResolvePath(strings.Repeat("/a", 2048)); err != nil {
+		t.Fatalf("ResolvePath of 4,096 bytes: %v", err)
 	}
 }
