@@ -15,7 +15,7 @@ import (
 //	go test -run '^$' -bench 'Benchmark(WriteResponse|ReadFile)' -benchmem ./mailbox/
 
 func BenchmarkWriteResponse(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "wire", "response.courier.bound.json"))
+	data, err := os.ReadFile(filepath.Join("..", "wire", "testdata", "wire", "response.courier.bound.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func BenchmarkWriteResponse(b *testing.B) {
 }
 
 func BenchmarkReadFile(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "wire", "request.pi25.full.json"))
+	data, err := os.ReadFile(filepath.Join("..", "wire", "testdata", "wire", "request.pi25.full.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,10 +34,18 @@ type WriteOptions struct {
 // WriteFile publishes data at path atomically: readers see either no file,
 // the previous file, or all of data, never a prefix. The content is staged
 // in TempDir (created 0700 on first use) and renamed into place, so a
-// watched directory sees exactly one Create for it. The file is 0600
-// regardless of the umask. path must lie inside the root, because a rename
+// watched directory sees exactly one Create for it. (WriteRequest and
+// WriteResponse, whose names are new, link an unnamed file there instead
+// where the system allows: publishLinked.) The file is 0600 regardless of
+// the umask. path must lie inside the root, because a rename
 // cannot cross filesystems; its directory must exist.
 func (l Layout) WriteFile(path string, data []byte, opts WriteOptions) error {
+	return l.write(path, data, opts, false)
+}
+
+// write is WriteFile; fresh says that path is a name nobody has written
+// yet (a request's, a response's), which may be published by a link.
+func (l Layout) write(path string, data []byte, opts WriteOptions, fresh bool) error {
 	if err := l.within(path); err != nil {
 		return err
 	}
@@ -45,7 +53,7 @@ func (l Layout) WriteFile(path string, data []byte, opts WriteOptions) error {
 	if mode == 0 {
 		mode = fileMode
 	}
-	if err := l.publish(path, data, mode); err != nil {
+	if err := l.publish(path, data, mode, fresh); err != nil {
 		return fmt.Errorf("write mailbox file %s: %w", path, err)
 	}
 	if opts.SyncDir {
@@ -64,7 +72,7 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return l.WriteFile(path, data, WriteOptions{Mode: l.mailFileMode()})
+	return l.write(path, data, WriteOptions{Mode: l.mailFileMode()}, true)
 }
 
 // WriteResponse publishes the broker's answer to requestID atomically: a
@@ -85,14 +93,14 @@ func (l Layout) WriteResponse(session, requestID string, data []byte) error {
 		return err
 	}
 	opts := WriteOptions{Mode: l.mailFileMode()}
-	err = l.WriteFile(path, data, opts)
+	err = l.write(path, data, opts, true)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := l.mkdir(filepath.Dir(path), false, isoDirMode); err != nil {
 		return err
 	}
-	return l.WriteFile(path, data, opts)
+	return l.write(path, data, opts, true)
 }
 
 // within refuses a path that is not strictly below the root.
@@ -104,7 +112,16 @@ func (l Layout) within(path string) error {
 	return nil
 }
 
-func (l Layout) publish(path string, data []byte, mode fs.FileMode) error {
+// publish writes data at path. A fresh name is published by a link where
+// the system allows (publishLinked); a name that usually exists already
+// (a heartbeat, a grant journal) is not, since a link never replaces and
+// the attempt would only add its cost.
+func (l Layout) publish(path string, data []byte, mode fs.FileMode, fresh bool) error {
+	if fresh {
+		if done, err := publishLinked(l.TempDir(), path, data, mode); done || err != nil {
+			return err
+		}
+	}
 	opts := []renameio.Option{
 		renameio.WithTempDir(l.TempDir()),
 		renameio.WithStaticPermissions(mode),

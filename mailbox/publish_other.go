@@ -1,0 +1,9 @@
+//go:build !linux
+
+package mailbox
+
+import "io/fs"
+
+// publishLinked is Linux's (O_TMPFILE); elsewhere every write stages by
+// name.
+func publishLinked(string, string, []byte, fs.FileMode) (bool, error) { return false, nil }
