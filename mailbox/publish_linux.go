@@ -24,14 +24,15 @@ var noLinkedPublish atomic.Bool
 // queued on (docs/decisions/0032-published-by-link.md). A watcher of
 // path's directory sees one Create, for the complete file.
 //
-// It reports false, having changed nothing, when the file could not be
-// published this way: no unnamed file here (ENOENT for a TempDir that is
-// gone included, which the named path recreates), or a link that failed,
-// path existing included, since a link never replaces. The caller then
-// publishes by name and rename, which reports the error if it is real.
-func publishLinked(tempDir, path string, data []byte, mode fs.FileMode) (bool, error) {
+// It reports done false, having changed nothing, when the file could not
+// be published this way: no unnamed file here (ENOENT for a TempDir that
+// is gone included, which the named path recreates), or a link that
+// failed, path existing included (then existed is true), since a link
+// never replaces. The caller then publishes by name and rename, which
+// reports the error if it is real.
+func publishLinked(tempDir, path string, data []byte, mode fs.FileMode) (done, existed bool, err error) {
 	if noLinkedPublish.Load() {
-		return false, nil
+		return false, false, nil
 	}
 	fd, err := unix.Open(tempDir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -39,28 +40,28 @@ func publishLinked(tempDir, path string, data []byte, mode fs.FileMode) (bool, e
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
 			noLinkedPublish.Store(true)
 		}
-		return false, nil
+		return false, false, nil
 	}
 	defer unix.Close(fd)
 	for rest := data; len(rest) > 0; {
 		n, err := unix.Write(fd, rest)
 		if err != nil {
-			return false, &fs.PathError{Op: "write", Path: path, Err: err}
+			return false, false, &fs.PathError{Op: "write", Path: path, Err: err}
 		}
 		rest = rest[n:]
 	}
 	// The mode whatever the umask, and the content on disk before the
 	// name, as renameio's WithStaticPermissions and CloseAtomicallyReplace.
 	if err := unix.Fchmod(fd, uint32(mode.Perm())); err != nil {
-		return false, &fs.PathError{Op: "chmod", Path: path, Err: err}
+		return false, false, &fs.PathError{Op: "chmod", Path: path, Err: err}
 	}
 	if err := unix.Fsync(fd); err != nil {
-		return false, &fs.PathError{Op: "fsync", Path: path, Err: err}
+		return false, false, &fs.PathError{Op: "fsync", Path: path, Err: err}
 	}
 	// linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the
 	// descriptor's /proc name does not.
 	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW); err != nil {
-		return false, nil
+		return false, errors.Is(err, unix.EEXIST), nil
 	}
-	return true, nil
+	return true, false, nil
 }

@@ -64,7 +64,7 @@ func TestWriteFileStagesNoNamedFile(t *testing.T) {
 // TestWriteWithoutUnnamedFiles: where unnamed files cannot be made,
 // requests and responses stage by name as before, with the same result;
 // and where the name exists already (a link never replaces), the answer
-// replaces it, as a rename does.
+// replaces it, as a rename does, and says it did (WriteResponseOver).
 func TestWriteWithoutUnnamedFiles(t *testing.T) {
 	for _, linked := range []bool{true, false} {
 		noLinkedPublish.Store(!linked)
@@ -76,9 +76,13 @@ func TestWriteWithoutUnnamedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		path, _ := l.ResponsePath("s", "r1")
-		for _, content := range []string{"one", "two"} {
-			if err := l.WriteResponse("s", "r1", []byte(content)); err != nil {
+		for i, content := range []string{"one", "two"} {
+			over, err := l.WriteResponseOver("s", "r1", []byte(content))
+			if err != nil {
 				t.Fatal(err)
+			}
+			if over != (i == 1) {
+				t.Errorf("linked %v: write %d reports a file there before: %v", linked, i, over)
 			}
 			if got := readString(t, path); got != content {
 				t.Errorf("linked %v: content %q, want %q", linked, got, content)

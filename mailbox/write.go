@@ -40,28 +40,30 @@ type WriteOptions struct {
 // the umask. path must lie inside the root, because a rename
 // cannot cross filesystems; its directory must exist.
 func (l Layout) WriteFile(path string, data []byte, opts WriteOptions) error {
-	return l.write(path, data, opts, false)
+	_, err := l.write(path, data, opts, false)
+	return err
 }
 
-// write is WriteFile; fresh says that path is a name nobody has written
-// yet (a request's, a response's), which may be published by a link.
-func (l Layout) write(path string, data []byte, opts WriteOptions, fresh bool) error {
+// write is WriteFile; fresh says that path is a name nobody should have
+// written yet (a request's, a response's), which may be published by a
+// link, and whether a file was found there is reported (existed).
+func (l Layout) write(path string, data []byte, opts WriteOptions, fresh bool) (existed bool, err error) {
 	if err := l.within(path); err != nil {
-		return err
+		return false, err
 	}
 	mode := opts.Mode
 	if mode == 0 {
 		mode = fileMode
 	}
-	if err := l.publish(path, data, mode, fresh); err != nil {
-		return fmt.Errorf("write mailbox file %s: %w", path, err)
+	if existed, err = l.publish(path, data, mode, fresh); err != nil {
+		return existed, fmt.Errorf("write mailbox file %s: %w", path, err)
 	}
 	if opts.SyncDir {
 		if err := syncDir(filepath.Dir(path)); err != nil {
-			return fmt.Errorf("write mailbox file %s: %w", path, err)
+			return existed, fmt.Errorf("write mailbox file %s: %w", path, err)
 		}
 	}
-	return nil
+	return existed, nil
 }
 
 // WriteRequest publishes a child's request for session. The inbox must
@@ -72,7 +74,8 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return l.write(path, data, WriteOptions{Mode: l.mailFileMode()}, true)
+	_, err = l.write(path, data, WriteOptions{Mode: l.mailFileMode()}, true)
+	return err
 }
 
 // WriteResponse publishes the broker's answer to requestID atomically: a
@@ -88,17 +91,26 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 // responses/ is created only on that failure, not before every answer,
 // because it is almost always there and each system call costs.
 func (l Layout) WriteResponse(session, requestID string, data []byte) error {
+	_, err := l.WriteResponseOver(session, requestID, data)
+	return err
+}
+
+// WriteResponseOver is WriteResponse, and reports whether a file was
+// already there under the answer's name, which the answer replaced: a
+// broker that did not write it has found a plant, or a predecessor's
+// answer (serve's answeredOnDisk).
+func (l Layout) WriteResponseOver(session, requestID string, data []byte) (over bool, err error) {
 	path, err := l.ResponsePath(session, requestID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	opts := WriteOptions{Mode: l.mailFileMode()}
-	err = l.write(path, data, opts, true)
+	over, err = l.write(path, data, opts, true)
 	if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return over, err
 	}
 	if err := l.mkdir(filepath.Dir(path), false, isoDirMode); err != nil {
-		return err
+		return false, err
 	}
 	return l.write(path, data, opts, true)
 }
@@ -116,10 +128,17 @@ func (l Layout) within(path string) error {
 // the system allows (publishLinked); a name that usually exists already
 // (a heartbeat, a grant journal) is not, since a link never replaces and
 // the attempt would only add its cost.
-func (l Layout) publish(path string, data []byte, mode fs.FileMode, fresh bool) error {
+func (l Layout) publish(path string, data []byte, mode fs.FileMode, fresh bool) (existed bool, err error) {
 	if fresh {
-		if done, err := publishLinked(l.TempDir(), path, data, mode); done || err != nil {
-			return err
+		var done bool
+		if done, existed, err = publishLinked(l.TempDir(), path, data, mode); done || err != nil {
+			return existed, err
+		}
+		if !existed {
+			// Linking was not possible here: whether the rename below
+			// replaces a file is looked at, as the link would tell.
+			_, lerr := os.Lstat(path)
+			existed = lerr == nil
 		}
 	}
 	opts := []renameio.Option{
@@ -132,18 +151,18 @@ func (l Layout) publish(path string, data []byte, mode fs.FileMode, fresh bool) 
 		// removed by someone tidying the tree. In the isolation mode it
 		// is the broker's to create (a child may not).
 		if err := l.mkdir(l.TempDir(), true, isoDropMode); err != nil {
-			return err
+			return existed, err
 		}
 		pf, err = renameio.NewPendingFile(path, opts...)
 	}
 	if err != nil {
-		return err
+		return existed, err
 	}
 	defer pf.Cleanup()
 	if _, err := pf.Write(data); err != nil {
-		return err
+		return existed, err
 	}
-	return pf.CloseAtomicallyReplace()
+	return existed, pf.CloseAtomicallyReplace()
 }
 
 // syncDir flushes a directory's entries, which is what makes a rename

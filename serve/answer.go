@@ -60,8 +60,15 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	if b.beforeResponse != nil {
 		b.beforeResponse(&req, d)
 	}
+	b.mu.Lock()
+	_, ours := b.answered[req.ID] // an earlier answer of this run may be there
+	b.mu.Unlock()
+	var over bool
 	if err == nil {
-		err = b.Layout.WriteResponse(b.Session, req.ID, data)
+		over, err = b.Layout.WriteResponseOver(b.Session, req.ID, data)
+	}
+	if over && !ours && !b.mayBeAnsweredOnDisk(req.ID) {
+		b.answeredOver(&req, path, respPath)
 	}
 	if err != nil {
 		// Keep the request; the next attempt rewrites this decision

@@ -120,6 +120,10 @@ type Broker struct {
 	// answeredDigest is, for each id in answered, the request bytes it
 	// was answered for (digestKey): a request reusing the id is refused.
 	answeredDigest map[string]uint64
+	// respondedAtStart is the ids of the response files there when
+	// serving started, nil if unknown (responsesAtStart). Written before
+	// the workers start, then only read.
+	respondedAtStart map[string]struct{}
 	// fair holds the work left on each request after it was read, in
 	// turn across requesters (fair.go).
 	fair *fairQueue
@@ -244,6 +248,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.log(reviewlog.ForwardingWarningEntry{Message: fmt.Sprintf("removed %d heartbeat records of dead serving sessions", n)})
 	}
 	b.prepare()
+	b.respondedAtStart = b.responsesAtStart()
 
 	// Every response is bound to its request (finish); say so, so that a
 	// courier child refuses an unbound answer planted in our name.

@@ -194,7 +194,7 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte, f
 		}
 		return b.reused(req, name, digest, f)
 	}
-	if b.answeredOnDisk(req, path, digest) {
+	if b.mayBeAnsweredOnDisk(req.ID) && b.answeredOnDisk(req, path, digest) {
 		// Answered by a broker that died before it removed the request.
 		return afterRemoval(b.remove(path), dropped), "", nil
 	}

@@ -3,7 +3,11 @@ package serve
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
@@ -128,5 +132,63 @@ func TestPlantedResponseIsAnsweredOver(t *testing.T) {
 		if resp.Approved || wire.CheckBinding(resp, reqs[i].ID, digests[i], true) != nil {
 			t.Errorf("%s: the planted answer survived: %s", reqs[i].Value, data)
 		}
+	}
+}
+
+// A response file planted after the broker started is not looked for
+// before the request is decided (only names there at start can be a
+// predecessor's answer: responsesAtStart), yet it neither stops the
+// broker's answer nor survives it, and it is reported when the answer
+// replaces it: a FIFO, which a look would have refused as "not an
+// answer", is named as a file this broker did not write. A file there at
+// start is still looked at first, as before.
+func TestResponsePlantedAfterStartIsReported(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	if err := layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	atStart := ask(t, "npm install left")
+	if err := layout.WriteResponse("parent", atStart.ID, []byte(`{"approved":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reports []string
+	newFixtureWith(t, layout, Headless{}, func(b *Broker) {
+		b.OnError = func(err error) {
+			mu.Lock()
+			reports = append(reports, err.Error())
+			mu.Unlock()
+		}
+	})
+	// The heartbeat is published once the names at start are listed.
+	heartbeat, _ := layout.HeartbeatPath("parent")
+	waitFor(t, heartbeat)
+	later := ask(t, "npm install later") // denied by a rule
+	respPath, _ := layout.ResponsePath("parent", later.ID)
+	if err := unix.Mkfifo(respPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []wire.Request{later, atStart} {
+		data, _ := wire.EncodeRequest(req)
+		waitGone(t, writeRequest(t, layout, req.ID+".json", data))
+		path, _ := layout.ResponsePath("parent", req.ID)
+		got, err := mailbox.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", req.Value, err)
+		}
+		resp, _, err := wire.DecodeResponse(got)
+		if err != nil || resp.Approved || wire.CheckBinding(resp, req.ID, wire.RequestDigest(data), true) != nil {
+			t.Errorf("%s: answered %s (%v), want the broker's bound deny", req.Value, got, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var over, looked bool
+	for _, r := range reports {
+		over = over || strings.Contains(r, later.ID) && strings.Contains(r, "a file this broker did not write")
+		looked = looked || strings.Contains(r, atStart.ID) && strings.Contains(r, "answering over")
+	}
+	if !over || !looked {
+		t.Errorf("reports %q: want the plant after start named as not this broker's (%v) and the file there at start looked at first (%v)", reports, over, looked)
 	}
 }
