@@ -20,8 +20,11 @@ import (
 // so it knows the id and may read its own request file; it computes the
 // digest and publishes the approval while the broker is stopped (SIGSTOP,
 // every thread checked), so that it is first by construction. Same uid:
-// every forgery must be taken (deterministic). Isolation: every write must
-// fail with EACCES, and the broker's deny must come back.
+// every forgery must be taken (deterministic), the broker kept stopped
+// until the child has its answer: running, the broker would answer over
+// the forgery, which it did not write, and a child that had not read it
+// yet would take the broker's deny. Isolation: every write must fail with
+// EACCES, and the broker's deny must come back.
 //
 // (B) Watching, the broker running (the issue's own run): the attacker
 // watches requests/, and tmp/ where a child stages its request before the
@@ -43,6 +46,12 @@ func (s *suite) isoForgedApprovals(t *testing.T, m isoMode, f *isoFigures) {
 		fmt.Fprintln(forger.in, id)
 		outcome, _, _ := strings.Cut(forger.line(t), " ")
 		outcomes = append(outcomes, outcome)
+		if !m.isolated {
+			// The broker answers over a bound answer it did not write
+			// (d0e4328), so the forgery is first only while the child
+			// reads it before the broker runs again.
+			waitFor(t, "the victim's answer", child.exited)
+		}
 		b.signal(syscall.SIGCONT)
 		waitFor(t, "the victim's answer", child.exited)
 		switch code := child.cmd.ProcessState.ExitCode(); {
