@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,7 +69,10 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (wire.Request, er
 	if a.Surface == "bash" {
 		units = bashunits.Split(a.Value)
 	}
-	matchValues, boundary := a.facts(units)
+	matchValues, boundary, err := a.facts(units)
+	if err != nil {
+		return wire.Request{}, fmt.Errorf("path %q: %w", a.Value, err)
+	}
 	intent := &wire.AccessIntent{
 		Surface:      a.Surface,
 		MatchValues:  matchValues,
@@ -115,7 +119,7 @@ func (a Ask) Request(id, target string, createdAtMillis int64) (wire.Request, er
 // the canonical (symlink-resolved) path, with the canonical path as the
 // boundary; on bash each unit of the command line; elsewhere the value
 // itself.
-func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary string) {
+func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary string, err error) {
 	add := func(v string) {
 		for _, have := range matchValues {
 			if have == v {
@@ -140,8 +144,14 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 		// denies. A link loop keeps the path as spelled: nothing lands.
 		canonical := abs
 		if filepath.IsAbs(abs) {
-			if resolved, err := ResolvePath(abs); err == nil {
+			resolved, err := ResolvePath(abs)
+			switch {
+			case err == nil:
 				canonical = resolved
+			case errors.Is(err, errPathTooLong), errors.Is(err, errResolvedTooLong):
+				// Where the write lands is unknown: no boundary an
+				// allow could match.
+				return nil, "", err
 			}
 		}
 		add(canonical)
@@ -150,7 +160,11 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 		// lexical one; without any, resolving raw is the same walk again
 		// (an lstat per component, on the child's ask path).
 		if filepath.IsAbs(raw) && strings.Contains(raw, "..") {
-			if physical, err := ResolvePath(raw); err == nil && physical != canonical {
+			physical, err := ResolvePath(raw)
+			if errors.Is(err, errPathTooLong) || errors.Is(err, errResolvedTooLong) {
+				return nil, "", err
+			}
+			if err == nil && physical != canonical {
 				add(physical)
 				boundary = physical
 			}
@@ -168,7 +182,7 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 	if a.Boundary != "" {
 		boundary = a.Boundary
 	}
-	return matchValues, boundary
+	return matchValues, boundary, nil
 }
 
 func isPathSurface(surface string) bool {

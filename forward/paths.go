@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // maxLinkHops bounds the symbolic links followed while resolving one path,
@@ -14,13 +15,21 @@ const maxLinkHops = 40
 // errLinkLoop is the error for a path whose links do not end.
 var errLinkLoop = errors.New("too many symbolic links (a loop?)")
 
-// maxPathLen is the kernel's PATH_MAX: no system call takes a longer
-// path (ENAMETOOLONG), and resolving one costs a join of the whole prefix
-// per component, quadratic in its length (32 KiB of `/a` took 2.7 s).
-const maxPathLen = 4096
+// maxPathLen is the longest path a system call takes (PATH_MAX, 4,096,
+// counts the NUL). A longer one cannot be looked at in one call, though the
+// kernel may still reach its place (a relative path from a deep cwd, links
+// that lead far), and resolving it component by component costs a join of
+// the whole prefix per component, quadratic in its length (32 KiB of `/a`
+// took 2.7 s).
+const maxPathLen = 4095
 
-// errPathTooLong is the error for a path longer than maxPathLen.
-var errPathTooLong = errors.New("longer than PATH_MAX (4096 bytes), which no system call takes")
+// errPathTooLong is the error for a path longer than maxPathLen: where it
+// lands is unknown, so it is never kept as written.
+var errPathTooLong = errors.New("longer than PATH_MAX allows (4,095 bytes): where it lands cannot be looked at")
+
+// errResolvedTooLong is the error for a path whose links lead through a
+// place longer than PATH_MAX: the kernel follows it, a look here cannot.
+var errResolvedTooLong = errors.New("its links lead through a place longer than PATH_MAX, which cannot be looked at")
 
 // ResolvePath resolves the symbolic links of the absolute path p,
 // component by component as the kernel does (a `..` climbs from where the
@@ -43,6 +52,12 @@ func ResolvePath(p string) (string, error) {
 		}
 		next := filepath.Join(resolved, c)
 		fi, err := os.Lstat(next)
+		if errors.Is(err, syscall.ENAMETOOLONG) {
+			// The kernel walks on from each directory and has no limit
+			// on the whole; a prefix this long cannot be looked at here,
+			// so where the rest lands is unknown: never kept as written.
+			return "", errResolvedTooLong
+		}
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			resolved = next
 			continue
