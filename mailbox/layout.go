@@ -21,9 +21,11 @@ const (
 	servingDirName   = "serving"
 	requestsDirName  = "requests"
 	responsesDirName = "responses"
-	// tempDirName is courier's own: renameio stages files here, outside
-	// every watched directory, so a watcher sees one Create per published
-	// file. pi ignores it.
+	// tempDirName is courier's own: requests and responses are written
+	// here as unnamed files and linked into place (0032), other files
+	// staged here by renameio and renamed, outside every watched
+	// directory, so a watcher sees one Create per published file. pi
+	// ignores it.
 	tempDirName = "tmp"
 	// stateDirName holds courier's own state (grant journals); pi ignores it.
 	stateDirName = "courier"
@@ -154,8 +156,9 @@ func (l Layout) SessionsDir() string { return filepath.Join(l.Root, sessionsDirN
 // a session, so a heartbeat cannot keep an inbox from being removed (docs/GLOSSARY.md, "cleanup order").
 func (l Layout) ServingDir() string { return filepath.Join(l.Root, servingDirName) }
 
-// TempDir is where atomic writes stage their content before the rename. It
-// must be on the same filesystem as the tree, and nothing watches it.
+// TempDir is where atomic writes stage their content before the link or
+// rename that publishes it. It must be on the same filesystem as the tree,
+// and nothing watches it.
 func (l Layout) TempDir() string { return filepath.Join(l.Root, tempDirName) }
 
 // SessionDir is the inbox of the serving session: every child of that

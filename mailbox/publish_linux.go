@@ -45,6 +45,9 @@ func publishLinked(tempDir, path string, data []byte, mode fs.FileMode) (done, e
 	defer unix.Close(fd)
 	for rest := data; len(rest) > 0; {
 		n, err := unix.Write(fd, rest)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
 		if err != nil {
 			return false, false, &fs.PathError{Op: "write", Path: path, Err: err}
 		}
@@ -52,15 +55,21 @@ func publishLinked(tempDir, path string, data []byte, mode fs.FileMode) (done, e
 	}
 	// The mode whatever the umask, and the content on disk before the
 	// name, as renameio's WithStaticPermissions and CloseAtomicallyReplace.
-	if err := unix.Fchmod(fd, uint32(mode.Perm())); err != nil {
+	if err := retryInterrupted(func() error { return unix.Fchmod(fd, uint32(mode.Perm())) }); err != nil {
 		return false, false, &fs.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	if err := unix.Fsync(fd); err != nil {
+	if err := retryInterrupted(func() error { return unix.Fsync(fd) }); err != nil {
 		return false, false, &fs.PathError{Op: "fsync", Path: path, Err: err}
 	}
 	// linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the
 	// descriptor's /proc name does not.
 	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) && unix.Access("/proc/self/fd", unix.X_OK) != nil {
+			// No /proc here (a chroot, a sandbox): every link would
+			// fail after the write and its fsync, and the named path
+			// pay them again.
+			noLinkedPublish.Store(true)
+		}
 		return false, errors.Is(err, unix.EEXIST), nil
 	}
 	return true, false, nil

@@ -66,6 +66,7 @@ func TestWriteFileStagesNoNamedFile(t *testing.T) {
 // and where the name exists already (a link never replaces), the answer
 // replaces it, as a rename does, and says it did (WriteResponseOver).
 func TestWriteWithoutUnnamedFiles(t *testing.T) {
+	t.Cleanup(func() { noLinkedPublish.Store(false) })
 	for _, linked := range []bool{true, false} {
 		noLinkedPublish.Store(!linked)
 		l := Layout{Root: t.TempDir()}
@@ -97,5 +98,4 @@ func TestWriteWithoutUnnamedFiles(t *testing.T) {
 			t.Errorf("linked %v: temp files left behind: %v", linked, left)
 		}
 	}
-	noLinkedPublish.Store(false)
 }

@@ -40,14 +40,24 @@ type WriteOptions struct {
 // the umask. path must lie inside the root, because a rename
 // cannot cross filesystems; its directory must exist.
 func (l Layout) WriteFile(path string, data []byte, opts WriteOptions) error {
-	_, err := l.write(path, data, opts, false)
+	_, err := l.write(path, data, opts, publishNamed)
 	return err
 }
 
-// write is WriteFile; fresh says that path is a name nobody should have
-// written yet (a request's, a response's), which may be published by a
-// link, and whether a file was found there is reported (existed).
-func (l Layout) write(path string, data []byte, opts WriteOptions, fresh bool) (existed bool, err error) {
+// How write publishes a file: by name (WriteFile: names that usually
+// exist), by a link where possible (a request's new name), or so and
+// telling whether a file was there before (a response's name).
+type publishMode int
+
+const (
+	publishNamed publishMode = iota
+	publishFresh
+	publishFreshTell
+)
+
+// write is WriteFile, published as pm says; existed is whether a file was
+// found under the name, for publishFreshTell.
+func (l Layout) write(path string, data []byte, opts WriteOptions, pm publishMode) (existed bool, err error) {
 	if err := l.within(path); err != nil {
 		return false, err
 	}
@@ -55,7 +65,7 @@ func (l Layout) write(path string, data []byte, opts WriteOptions, fresh bool) (
 	if mode == 0 {
 		mode = fileMode
 	}
-	if existed, err = l.publish(path, data, mode, fresh); err != nil {
+	if existed, err = l.publish(path, data, mode, pm); err != nil {
 		return existed, fmt.Errorf("write mailbox file %s: %w", path, err)
 	}
 	if opts.SyncDir {
@@ -74,7 +84,7 @@ func (l Layout) WriteRequest(session, requestID string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.write(path, data, WriteOptions{Mode: l.mailFileMode()}, true)
+	_, err = l.write(path, data, WriteOptions{Mode: l.mailFileMode()}, publishFresh)
 	return err
 }
 
@@ -105,14 +115,14 @@ func (l Layout) WriteResponseOver(session, requestID string, data []byte) (over 
 		return false, err
 	}
 	opts := WriteOptions{Mode: l.mailFileMode()}
-	over, err = l.write(path, data, opts, true)
+	over, err = l.write(path, data, opts, publishFreshTell)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return over, err
 	}
 	if err := l.mkdir(filepath.Dir(path), false, isoDirMode); err != nil {
 		return false, err
 	}
-	return l.write(path, data, opts, true)
+	return l.write(path, data, opts, publishFreshTell)
 }
 
 // within refuses a path that is not strictly below the root.
@@ -128,13 +138,13 @@ func (l Layout) within(path string) error {
 // the system allows (publishLinked); a name that usually exists already
 // (a heartbeat, a grant journal) is not, since a link never replaces and
 // the attempt would only add its cost.
-func (l Layout) publish(path string, data []byte, mode fs.FileMode, fresh bool) (existed bool, err error) {
-	if fresh {
+func (l Layout) publish(path string, data []byte, mode fs.FileMode, pm publishMode) (existed bool, err error) {
+	if pm != publishNamed {
 		var done bool
 		if done, existed, err = publishLinked(l.TempDir(), path, data, mode); done || err != nil {
 			return existed, err
 		}
-		if !existed {
+		if !existed && pm == publishFreshTell {
 			// Linking was not possible here: whether the rename below
 			// replaces a file is looked at, as the link would tell.
 			_, lerr := os.Lstat(path)

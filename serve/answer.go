@@ -67,7 +67,9 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	if err == nil {
 		over, err = b.Layout.WriteResponseOver(b.Session, req.ID, data)
 	}
-	if over && !ours && !b.mayBeAnsweredOnDisk(req.ID) {
+	if err == nil && over && !ours && !b.mayBeAnsweredOnDisk(req.ID) {
+		// Only once it is replaced: a write that failed answered over
+		// nothing, and is retried.
 		b.answeredOver(&req, path, respPath)
 	}
 	if err != nil {

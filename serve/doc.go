@@ -9,7 +9,7 @@
 // session grants, only with an accessIntent), the authorizer chain, the
 // terminal. The decision's grant scope is applied (a whole-session grant
 // is recorded and journaled, then written as plain approved), the
-// response is written atomically (a rename), and only then is the
+// response is written atomically (a link or a rename), and only then is the
 // request removed.
 //
 // # Concurrency

@@ -155,7 +155,7 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte, f
 	req, fieldErrs, err := wire.DecodeRequestSlim(data)
 	if err != nil {
 		if b.stillBeingWritten(path) {
-			// A writer that does not rename into place (not pi, not
+			// A writer that does not publish whole files (not pi, not
 			// courier) may still be writing: look again on the next
 			// event or rescan rather than throw its request away.
 			return retry, "", nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -190,5 +191,57 @@ func TestResponsePlantedAfterStartIsReported(t *testing.T) {
 	}
 	if !over || !looked {
 		t.Errorf("reports %q: want the plant after start named as not this broker's (%v) and the file there at start looked at first (%v)", reports, over, looked)
+	}
+}
+
+// A write of the answer that failed (here a directory stands at the
+// answer's name) answered over nothing: it is reported as the failure it
+// is, never as a plant answered over, and the answer is written on the
+// retry once the name is free. Found by a review of d0e4328.
+func TestFailedAnswerIsNotReportedAsAnsweredOver(t *testing.T) {
+	layout := mailbox.Layout{Root: t.TempDir()}
+	if err := layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan string, 64)
+	newFixtureWith(t, layout, Headless{}, func(b *Broker) {
+		b.OnError = func(err error) {
+			select {
+			case reports <- err.Error():
+			default:
+			}
+		}
+	})
+	heartbeat, _ := layout.HeartbeatPath("parent")
+	waitFor(t, heartbeat)
+	req := ask(t, "npm install later")
+	respPath, _ := layout.ResponsePath("parent", req.ID)
+	if err := os.Mkdir(respPath, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := wire.EncodeRequest(req)
+	reqPath := writeRequest(t, layout, req.ID+".json", data)
+	var seen []string
+	deadline := time.After(10 * time.Second)
+	for failed := false; !failed; {
+		select {
+		case r := <-reports:
+			seen = append(seen, r)
+			failed = strings.Contains(r, "answering "+req.ID)
+		case <-deadline:
+			t.Fatalf("no report of the failed write; reports %q", seen)
+		}
+	}
+	if err := os.Remove(respPath); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, reqPath)
+	for len(reports) > 0 {
+		seen = append(seen, <-reports)
+	}
+	for _, r := range seen {
+		if strings.Contains(r, "did not write") {
+			t.Errorf("a failed write reported as answered over: %q", r)
+		}
 	}
 }

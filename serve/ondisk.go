@@ -19,8 +19,10 @@ const maxRespondedAtStart = 1 << 16
 // responsesAtStart lists the ids of the response files in responses/ when
 // serving starts. A predecessor's answer, left by a broker that died
 // between writing it and removing its request (answeredOnDisk), can only
-// be one of them: once this broker serves the session, it alone answers
-// there (one broker a session). It returns nil when the list is not
+// be one of them: once this broker serves the session, no other courier
+// broker answers there (one a session: the serving lock). A pi parent
+// takes no lock, but its answers are unbound, and were answered over
+// before this list too. It returns nil when the list is not
 // known (unreadable, or longer than maxRespondedAtStart): then every
 // request is looked for, as without the list.
 //
