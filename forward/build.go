@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,7 +147,7 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 			switch {
 			case err == nil:
 				canonical = resolved
-			case errors.Is(err, errPathTooLong), errors.Is(err, errResolvedTooLong):
+			case tooLongToLook(err):
 				// Where the write lands is unknown: no boundary an
 				// allow could match.
 				return nil, "", err
@@ -161,7 +160,7 @@ func (a Ask) facts(units []bashunits.Unit) (matchValues []string, boundary strin
 		// (an lstat per component, on the child's ask path).
 		if filepath.IsAbs(raw) && strings.Contains(raw, "..") {
 			physical, err := ResolvePath(raw)
-			if errors.Is(err, errPathTooLong) || errors.Is(err, errResolvedTooLong) {
+			if tooLongToLook(err) {
 				return nil, "", err
 			}
 			if err == nil && physical != canonical {

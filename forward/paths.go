@@ -31,6 +31,13 @@ var errPathTooLong = errors.New("longer than PATH_MAX allows (4,095 bytes): wher
 // place longer than PATH_MAX: the kernel follows it, a look here cannot.
 var errResolvedTooLong = errors.New("its links lead through a place longer than PATH_MAX, which cannot be looked at")
 
+// tooLongToLook says ResolvePath could not look where p leads because a
+// path was past PATH_MAX (errPathTooLong, errResolvedTooLong): unlike a
+// loop, the kernel may still land somewhere, which is unknown.
+func tooLongToLook(err error) bool {
+	return errors.Is(err, errPathTooLong) || errors.Is(err, errResolvedTooLong)
+}
+
 // ResolvePath resolves the symbolic links of the absolute path p,
 // component by component as the kernel does (a `..` climbs from where the
 // links so far led), including a link whose target does not exist and the

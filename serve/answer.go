@@ -60,14 +60,11 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	if b.beforeResponse != nil {
 		b.beforeResponse(&req, d)
 	}
-	b.mu.Lock()
-	_, ours := b.answered[req.ID] // an earlier answer of this run may be there
-	b.mu.Unlock()
 	var over bool
 	if err == nil {
 		over, err = b.Layout.WriteResponseOver(b.Session, req.ID, data)
 	}
-	if err == nil && over && !ours && !b.mayBeAnsweredOnDisk(req.ID) {
+	if err == nil && over && !b.mayBeAnsweredOnDisk(req.ID) && !b.answeredThisRun(req.ID) {
 		// Only once it is replaced: a write that failed answered over
 		// nothing, and is retried.
 		b.answeredOver(&req, path, respPath)

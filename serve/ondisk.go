@@ -70,6 +70,16 @@ func (b *Broker) mayBeAnsweredOnDisk(id string) bool {
 	return ok
 }
 
+// answeredThisRun says whether this run answered id before (its answer,
+// not a plant, may be what a later answer of the id replaced). This
+// request's own answer is recorded only after its write.
+func (b *Broker) answeredThisRun(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.answered[id]
+	return ok
+}
+
 // answeredOver reports a response file found under req's answer's name
 // when the answer was written (mailbox.Layout.WriteResponseOver), which
 // this broker did not write and did not look at before deciding: planted

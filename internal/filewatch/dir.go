@@ -153,7 +153,7 @@ func (d *Dir) Check() {
 		if moved {
 			d.arms.Add(1)
 		}
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+	case notThere(err):
 		// Not there (yet): normal, and not reported. On inotify the
 		// source now watches the nearest existing ancestor, and its event
 		// is a Result.Recheck; elsewhere the directory is polled for.
@@ -164,6 +164,13 @@ func (d *Dir) Check() {
 		}
 	}
 	d.publish()
+}
+
+// notThere says err is a path's absence: it, or a directory on the way to
+// it, is not there (ENOENT, ENOTDIR). A directory removed between a look
+// and a watch fails so.
+func notThere(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // publish makes the watch's state readable from other goroutines.

@@ -2,11 +2,9 @@ package filewatch
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // inotifySource is a Dir's watch on inotify: one instance, kept while the
@@ -61,7 +59,7 @@ func (s *inotifySource) arm() (bool, error) {
 			s.dropAncestor()
 			return moved, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		if !notThere(err) {
 			s.dropAncestor()
 			return false, err
 		}
@@ -91,7 +89,7 @@ func (s *inotifySource) watchAncestor() (again bool) {
 			}
 			s.anc.path, s.next = parent, next
 			if _, err := s.set.rewatch(&s.anc); err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				if notThere(err) {
 					// Removed between the look and the watch (a pi
 					// child's cleanup removes the session directory
 					// right after requests/): the nearest existing

@@ -45,7 +45,7 @@ func Stat(path string) (ID, bool) {
 	var st unix.Stat_t
 	err := ignoringEINTR(func() error { return unix.Lstat(path, &st) })
 	switch {
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+	case notThere(err):
 		return ID{}, false
 	case err != nil:
 		return ID{}, true

@@ -3,12 +3,10 @@ package filewatch
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -370,7 +368,7 @@ func (s *Shared) awaitDir(dir string, needed map[string]bool) (awaiting, again b
 			if a.wd < 0 {
 				delete(s.ancestors, parent)
 			}
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			if notThere(err) {
 				// Removed between the look and the watch: the nearest
 				// existing ancestor is further up.
 				next = parent
