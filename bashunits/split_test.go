@@ -62,6 +62,10 @@ func TestSplit(t *testing.T) {
 		{`FOO=$(rm -rf ~) git status`, []string{`FOO=$(rm -rf ~) git status`, `rm -rf ~`}},
 		{`git log $(git rev-parse $(curl x))`, []string{`git log $(git rev-parse $(curl x))`, `git rev-parse $(curl x)`, `curl x`}},
 		{`echo ${x:-$(rm -rf ~)}`, []string{`echo ${x:-$(rm -rf ~)}`, `rm -rf ~`}},
+		// bash 5.3's function substitutions run commands too.
+		{`echo ${ rm -rf ~; }`, []string{`echo ${ rm -rf ~; }`, `rm -rf ~`}},
+		{`echo ${|rm -rf ~;}`, []string{`echo ${|rm -rf ~;}`, `rm -rf ~`}},
+		{"${ rm -rf ~; }", []string{"${ rm -rf ~; } [unp]", `rm -rf ~`}},
 		{`x=$(id)`, []string{`x=$(id)`, `id`}},
 		{`export A=$(id)`, []string{`export A=$(id)`, `id`}},
 		{`local x=1`, []string{`local x=1`}},
