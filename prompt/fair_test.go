@@ -106,11 +106,11 @@ func TestRequesterOf(t *testing.T) {
 		{c, "pid:4242", "process 4242"},
 		{d, "unnamed", "an unnamed requester"},
 	} {
-		if got := requesterOf(&tt.ask.Request); got.key != tt.key || got.label != tt.label {
+		if got := requesterOf(&tt.ask.Request, nil); got.key != tt.key || got.label != tt.label {
 			t.Errorf("requesterOf = %+v, want %q %q", got, tt.key, tt.label)
 		}
 	}
-	if got := requesterOf(&long.Request); len(got.key) > maxKey || !strings.HasPrefix(got.key, "session#") {
+	if got := requesterOf(&long.Request, nil); len(got.key) > maxKey || !strings.HasPrefix(got.key, "session#") {
 		t.Errorf("a long session id is kept as %d bytes: %.40q", len(got.key), got.key)
 	}
 }

@@ -48,8 +48,8 @@ func TestFromLineSaysWhoIsVouchedFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ask := testAsk("release", "git push --force", false)
 			tt.edit(&ask)
-			v := describe(&ask)
-			for _, f := range v.fields {
+			v := describe(&ask, nil)
+			for _, f := range v.fields() {
 				if f.label == "from" {
 					if !reflect.DeepEqual(f.lines, tt.want) {
 						t.Errorf("from:\n got %q\nwant %q", f.lines, tt.want)

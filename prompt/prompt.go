@@ -84,9 +84,12 @@ type device interface {
 // (see queue.go). A held ask costs the prompt no goroutine, only what it
 // shows of it and its place in the queue.
 type Prompt struct {
-	dev      device
-	session  string
-	home     string // fixed at start: Hold reads it without the lock
+	dev     device
+	session string
+	home    string // fixed at start: Hold reads it without the lock
+	// texts are the texts held asks share; Hold uses them without the
+	// lock (they have their own).
+	texts    texts
 	timeout  time.Duration
 	getenv   func(string) string
 	notes    *notify.Notifier
@@ -175,7 +178,7 @@ func start(dev device, opts Options) *Prompt {
 // itself, its payload included: a held ask costs the prompt that summary
 // and its place in the queue.
 func (p *Prompt) Hold(ask *serve.Ask, done func(decision.Decision)) (withdraw func(cause error)) {
-	e := hold(ask, p.home)
+	e := hold(ask, p.home, &p.texts)
 	e.done = func(d decision.Decision) {
 		// Whatever this prompt answers (the operator, its timeout, its
 		// closing), the broker's review log says the tty terminal had it;

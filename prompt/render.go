@@ -162,12 +162,13 @@ func (m *machine) count(now time.Time) string {
 // session would record go before what the child wrote, except in the
 // scope choice, which lists them itself.
 func (m *machine) fields(e *entry) []field {
+	fields := e.view.fields()
 	if !e.grantable() || m.stage == stageScope {
-		return e.view.fields
+		return fields
 	}
-	out := make([]field, 0, len(e.view.fields)+1)
+	out := make([]field, 0, len(fields)+1)
 	added := false
-	for _, f := range e.view.fields {
+	for _, f := range fields {
 		if f.gutter && !added {
 			out, added = append(out, grantField(m.wholeGrants(e))), true
 		}

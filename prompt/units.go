@@ -45,19 +45,27 @@ func showUnits(units []rules.UnitResolution) bool {
 	return false
 }
 
-// unitsField lists every unit, in source order, one line each: its
-// action, its command (kept like the value, cleaned when drawn) and what
-// decided it.
-func unitsField(units []rules.UnitResolution) field {
-	type row struct {
-		action, decider string
-		command         kept
-	}
-	rows := make([]row, len(units))
+// unitRows are an ask's units as its view keeps them: a row per unit, in
+// source order, and the tally of their answers.
+type unitRows struct {
+	rows  []unitRow
+	tally string
+}
+
+// unitRow is one unit: its action, its command (kept like the value,
+// cleaned when drawn) and what decided it.
+type unitRow struct {
+	action, decider string
+	command         kept
+}
+
+// keepUnits keeps what the units field shows of units.
+func keepUnits(units []rules.UnitResolution) *unitRows {
+	rows := make([]unitRow, len(units))
 	count := map[rules.Action]int{}
 	for i, u := range units {
 		count[u.Action]++
-		rows[i] = row{
+		rows[i] = unitRow{
 			action: Clean(string(u.Action), capShort), decider: decider(u),
 			command: keep(u.Command, keepUnitHead, keepUnitTail),
 		}
@@ -68,6 +76,12 @@ func unitsField(units []rules.UnitResolution) field {
 			counts = append(counts, fmt.Sprintf("%d %s", count[a], a))
 		}
 	}
+	return &unitRows{rows: rows, tally: strings.Join(counts, ", ")}
+}
+
+// field is the units field: every unit, in source order, one line each.
+func (u *unitRows) field() field {
+	rows := u.rows
 	lazy := func() []string {
 		commands := make([]string, len(rows))
 		align := 0
@@ -89,7 +103,7 @@ func unitsField(units []rules.UnitResolution) field {
 	}
 	return field{
 		label: "units", lazy: lazy, wrap: unitWindow, rank: rankEssential,
-		scroll: true, hang: actionColumn, tally: strings.Join(counts, ", "),
+		scroll: true, hang: actionColumn, tally: u.tally,
 		more: "pgdn/pgup scroll", pane: true,
 	}
 }

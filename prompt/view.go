@@ -80,16 +80,50 @@ func (f field) texts() []string {
 // and keeps only what the screen shows: short strings cleaned and capped,
 // long texts kept raw within bounds (see kept), nothing that shares
 // memory with the request.
+//
+// It keeps the fields' texts, not the fields: asks are held by the
+// thousand and only the one on screen is drawn, so its fields are made
+// when drawn (fields). Made at hold, each view's fields cost about a
+// kilobyte and a half (a field is 152 bytes, and a slice grown by append
+// has room for more), most of the prompt's share of 10,000 held asks.
 type view struct {
 	// agent is the requesting agent's name, for the scope choice's label.
-	agent  string
-	fields []field
+	agent string
 	// summary is one line naming the ask, for notices about it.
 	summary string
 	// valueLabel names the value ("command", "path"); value, message and
 	// evidence are what the whole view shows.
-	valueLabel               string
-	value, message, evidence kept
+	valueLabel string
+	value      kept
+	// said is what the child wrote in its own words: nil when it wrote
+	// nothing, as most do.
+	said *childText
+	// from, surface, also, cwd and why are the lines of the fields of
+	// those names (also is "matched as"); units is nil when the units get
+	// no field (showUnits).
+	from, also, why []string
+	surface, cwd    string
+	hasCwd          bool
+	units           *unitRows
+}
+
+// childText is the message and the evidence of an ask, as kept.
+type childText struct{ message, evidence kept }
+
+// message is the child's message, as kept.
+func (v *view) message() kept {
+	if v.said == nil {
+		return kept{}
+	}
+	return v.said.message
+}
+
+// evidence is the child's evidence, as kept.
+func (v *view) evidence() kept {
+	if v.said == nil {
+		return kept{}
+	}
+	return v.said.evidence
 }
 
 // Field ranks: what survives a short screen.
@@ -107,7 +141,12 @@ type requesterID struct {
 	label string
 }
 
-func requesterOf(req *wire.Request) requesterID {
+func requesterOf(req *wire.Request, t *texts) requesterID {
+	r := requesterOfRaw(req)
+	return requesterID{t.share(r.key), t.share(r.label)}
+}
+
+func requesterOfRaw(req *wire.Request) requesterID {
 	id := func(kind, s string) string {
 		if len(s) > maxKey {
 			sum := sha256.Sum256([]byte(s))
@@ -153,15 +192,17 @@ type entry struct {
 }
 
 // newEntry is hold for tests: an ask, no home directory.
-func newEntry(ask serve.Ask) *entry { return hold(&ask, "") }
+func newEntry(ask serve.Ask) *entry { return hold(&ask, "", nil) }
 
 // hold makes the entry of an ask: its view and what an answer needs,
 // copied out of the ask, so that the caller's ask (and its payload) can
 // go as soon as this returns. home expands `~` in a suggested pattern
 // when the editor works out what it was suggested for.
-func hold(ask *serve.Ask, home string) *entry {
-	v := describe(ask)
-	e := &entry{view: &v, from: requesterOf(&ask.Request)}
+//
+// t shares the texts that many held asks repeat (see texts).
+func hold(ask *serve.Ask, home string, t *texts) *entry {
+	v := describe(ask, t)
+	e := &entry{view: &v, from: requesterOf(&ask.Request, t)}
 	if ask.Request.AccessIntent == nil {
 		// A whole-session grant is consulted only for asks that carry
 		// access facts, never for the next ask of a child that sends
@@ -212,11 +253,12 @@ func agentTrustLine(ask *serve.Ask) string {
 }
 
 // describe makes the view of an ask: every string the child sent is
-// cleaned here or, for the long ones kept raw, when drawn.
-func describe(ask *serve.Ask) view {
+// cleaned here or, for the long ones kept raw, when drawn. t shares the
+// lines that a requester's asks repeat.
+func describe(ask *serve.Ask, t *texts) view {
 	req := &ask.Request
 	intent := req.AccessIntent
-	v := view{agent: Clean(req.RequesterAgentName, capShort)}
+	v := view{agent: t.share(Clean(req.RequesterAgentName, capShort))}
 
 	from := fmt.Sprintf("'%s' · session %s", v.agent, Clean(req.RequesterSessionID, capShort))
 	if intent != nil && intent.Principal.AgentName != "" && intent.Principal.AgentName != req.RequesterAgentName {
@@ -229,7 +271,7 @@ func describe(ask *serve.Ask) view {
 	if trust := agentTrustLine(ask); trust != "" {
 		lines = append(lines, trust)
 	}
-	v.add(field{label: "from", lines: lines, wrap: 2, rank: rankEssential})
+	v.from = t.shareAll(lines)
 
 	surface := req.Surface
 	if intent != nil && surface == "" {
@@ -242,7 +284,7 @@ func describe(ask *serve.Ask) view {
 	if intent != nil && intent.Surface != surface {
 		surfaceLine += fmt.Sprintf(" (gate surface %s)", Clean(intent.Surface, capShort))
 	}
-	v.add(field{label: "surface", lines: []string{surfaceLine}, wrap: 1, rank: rankEssential})
+	v.surface = t.share(surfaceLine)
 
 	value := req.Value
 	if value == "" && intent != nil && len(intent.MatchValues) > 0 {
@@ -250,19 +292,9 @@ func describe(ask *serve.Ask) view {
 	}
 	v.valueLabel = valueLabel(surface, intent)
 	v.value = keep(value, keepValueHead, keepValueTail)
-	kv := v.value
-	v.add(field{
-		label: v.valueLabel, wrap: valueLines, min: 3, rank: rankEssential, whole: "the whole " + v.valueLabel,
-		lazy: func() []string {
-			if kv.empty() {
-				return []string{"(not given)"}
-			}
-			return []string{kv.line()}
-		},
-	})
 	v.summary = fmt.Sprintf("'%s' %s", v.agent, cut(Clean(value, capShort), 40))
 	if units := ask.Resolution.Units; showUnits(units) {
-		v.add(unitsField(units))
+		v.units = keepUnits(units)
 	}
 
 	if intent != nil {
@@ -289,27 +321,57 @@ func describe(ask *serve.Ask) view {
 		if hidden > 0 {
 			also = append(also, fmt.Sprintf("… and %d more", hidden))
 		}
-		if len(also) > 0 {
-			v.add(field{label: "matched as", lines: also, wrap: 1, rank: rankWhy})
-		}
+		v.also = also
 		if intent.RequesterCwd != "" {
-			v.add(field{label: "cwd", lines: []string{Clean(intent.RequesterCwd, capLine)}, wrap: 1, rank: rankContext})
+			v.cwd, v.hasCwd = t.share(Clean(intent.RequesterCwd, capLine)), true
 		}
 	}
-
-	v.add(field{label: "why", lines: why(ask), wrap: 2, rank: rankWhy})
-
-	// What the child wrote in its own words goes last, behind the gutter.
-	if v.message = keep(req.Message, keepContextHead, keepContextTail); !v.message.empty() {
-		v.add(field{label: "message from the subagent", lazy: v.message.block, wrap: messageLines, gutter: true, rank: rankMessage})
+	v.why = t.shareAll(why(ask))
+	said := childText{
+		message:  keep(req.Message, keepContextHead, keepContextTail),
+		evidence: keepPieces(evidence(req.Payload), keepContextHead, keepContextTail),
 	}
-	if v.evidence = keepPieces(evidence(req.Payload), keepContextHead, keepContextTail); !v.evidence.empty() {
-		v.add(field{label: "evidence from the subagent", lazy: v.evidence.block, wrap: evidenceLines, gutter: true, rank: rankContext})
+	if !said.message.empty() || !said.evidence.empty() {
+		v.said = &said
 	}
 	return v
 }
 
-func (v *view) add(f field) { v.fields = append(v.fields, f) }
+// fields are the view's fields, in the order they are drawn: what the
+// ask is, then why, then what the child wrote in its own words, last and
+// behind the gutter.
+func (v *view) fields() []field {
+	out := make([]field, 0, 9)
+	out = append(out,
+		field{label: "from", lines: v.from, wrap: 2, rank: rankEssential},
+		field{label: "surface", lines: []string{v.surface}, wrap: 1, rank: rankEssential},
+		field{
+			label: v.valueLabel, wrap: valueLines, min: 3, rank: rankEssential, whole: "the whole " + v.valueLabel,
+			lazy: func() []string {
+				if v.value.empty() {
+					return []string{"(not given)"}
+				}
+				return []string{v.value.line()}
+			},
+		})
+	if v.units != nil {
+		out = append(out, v.units.field())
+	}
+	if len(v.also) > 0 {
+		out = append(out, field{label: "matched as", lines: v.also, wrap: 1, rank: rankWhy})
+	}
+	if v.hasCwd {
+		out = append(out, field{label: "cwd", lines: []string{v.cwd}, wrap: 1, rank: rankContext})
+	}
+	out = append(out, field{label: "why", lines: v.why, wrap: 2, rank: rankWhy})
+	if m := v.message(); !m.empty() {
+		out = append(out, field{label: "message from the subagent", lazy: m.block, wrap: messageLines, gutter: true, rank: rankMessage})
+	}
+	if ev := v.evidence(); !ev.empty() {
+		out = append(out, field{label: "evidence from the subagent", lazy: ev.block, wrap: evidenceLines, gutter: true, rank: rankContext})
+	}
+	return out
+}
 
 // grantField lists the grants the whole session would record, each in
 // full; past its window, a last line says how to see every one.

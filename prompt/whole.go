@@ -56,7 +56,7 @@ func wholeText(v *view, width int) []string {
 	for _, b := range []struct {
 		label string
 		text  kept
-	}{{"message from the subagent", v.message}, {"evidence from the subagent", v.evidence}} {
+	}{{"message from the subagent", v.message()}, {"evidence from the subagent", v.evidence()}} {
 		if !b.text.empty() {
 			out = append(out, "  "+b.label+":")
 			out = append(out, gutterLines(b.text.block(), width)...)
