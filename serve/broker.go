@@ -70,6 +70,8 @@ type Broker struct {
 	// whole-session grants.
 	Policy *rules.Policy
 	// Chain runs between the rules and the terminal; nil means no links.
+	// Without a chain, and with a Terminal that is a Holder, an ask is
+	// handed to the terminal in the job that read it (escalatesInline).
 	Chain Chain
 	// Terminal decides what nothing else did; nil means Headless.
 	Terminal Terminal

@@ -21,8 +21,15 @@ import (
 type escalation struct {
 	// ctx ends when the child gives up, the prompt times out or the
 	// broker stops; its cause says which.
-	ctx          context.Context
-	ask          Ask
+	ctx context.Context
+	// request is the ask's request: compact while it waits for its turn,
+	// whole for the chain and the terminal, slim once held.
+	request wire.Request
+	// terminal is what consult found for the terminal beside the request
+	// (Ask's other fields); nil before, and once the ask is held: a held
+	// ask's escalation lives as long as it waits, by the thousand, and
+	// the terminal has its own copy.
+	terminal     *Ask
 	name, digest string
 	// key is whose turn its jobs take, and whose bound it counts in.
 	key string
@@ -34,7 +41,17 @@ type escalation struct {
 	concluded atomic.Bool
 }
 
-func (x *escalation) req() *wire.Request { return &x.ask.Request }
+func (x *escalation) req() *wire.Request { return &x.request }
+
+// ask is the ask as the terminal gets it.
+func (x *escalation) ask() Ask {
+	var a Ask
+	if x.terminal != nil {
+		a = *x.terminal
+	}
+	a.Request = x.request
+	return a
+}
 
 // escalate runs the chain, then the terminal, for an ask the rules did
 // not decide, on a goroutine of its own. A terminal that is a Holder
@@ -64,8 +81,8 @@ func (b *Broker) escalate(x *escalation) {
 }
 
 // consult logs the ask as prompted and runs the chain. It returns the
-// chain's decision, or decided false when every link deferred; x.ask then
-// has the rules' resolution and the admitted grants for the terminal.
+// chain's decision, or decided false when every link deferred; x.terminal
+// then has the rules' resolution and the admitted grants for the terminal.
 func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	req := x.req()
 	defer func() {
@@ -76,18 +93,19 @@ func (b *Broker) consult(x *escalation) (d decision.Decision, decided bool) {
 	if context.Cause(x.ctx) != nil {
 		return decision.NobodyAnswered(ReasonSessionEnded), true
 	}
-	x.ask.Resolution = b.askResolution(req, x.from)
-	x.from.trust = x.ask.Resolution.AgentTrust
+	t := &Ask{Resolution: b.askResolution(req, x.from)}
+	x.terminal = t
+	x.from.trust = t.Resolution.AgentTrust
 	if x.from.uid >= 0 {
-		x.ask.Isolated, x.ask.RequesterUID, x.ask.RequesterUser = true, x.from.uid, b.users.name(x.from.uid)
+		t.Isolated, t.RequesterUID, t.RequesterUser = true, x.from.uid, b.users.name(x.from.uid)
 	}
-	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: x.from.parties(parties(req)), RequestPath: b.requestPath(x.name), Floor: x.ask.Resolution.Floor, Asked: askedOf(req)})
+	b.log(reviewlog.ForwardedPromptedEntry{RequestID: req.ID, Parties: x.from.parties(parties(req)), RequestPath: b.requestPath(x.name), Floor: t.Resolution.Floor, Asked: askedOf(req)})
 	if b.Chain != nil {
 		if d, ok := b.Chain.Resolve(x.ctx, *req); ok {
 			return d, true
 		}
 	}
-	x.ask.Grants = b.admittedGrants(req)
+	t.Grants = b.admittedGrants(req)
 	return decision.Decision{}, false
 }
 
@@ -98,7 +116,7 @@ func (b *Broker) decide(x *escalation) (d decision.Decision) {
 			d = b.failed(x.req(), r)
 		}
 	}()
-	return b.Terminal.Decide(x.ctx, x.ask)
+	return b.Terminal.Decide(x.ctx, x.ask())
 }
 
 // hold hands the ask to a Holder and keeps its withdrawal with the
@@ -117,8 +135,8 @@ func (b *Broker) hold(h Holder, x *escalation) {
 	}
 	// Slimmed before Hold: done may be called, and the ask concluded on
 	// another goroutine, before Hold returns.
-	held := x.ask
-	x.ask.Request = slim(x.ask.Request)
+	held := x.ask()
+	x.request, x.terminal = slim(x.request), nil
 	var withdraw func(error)
 	func() {
 		defer func() {

@@ -222,7 +222,7 @@ func (b *Broker) intakeRead(ctx context.Context, name, id string, data []byte, f
 	// The ask waits for its turn with what answering it unescalated needs
 	// (compact); its turn reads the file again for the chain and the
 	// terminal (escalateJob): thousands may wait, a megabyte each.
-	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, ask: Ask{Request: compact(req)}, name: name, digest: digest, key: key, from: f})
+	return queued, key, b.escalateJob(&escalation{ctx: reqCtx, request: compact(req), name: name, digest: digest, key: key, from: f})
 }
 
 // reject logs a request file that cannot be served and removes it.

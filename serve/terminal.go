@@ -66,7 +66,9 @@ const ReasonNoHuman = "No human is available at this broker to answer permission
 // docs/decisions/0008-held-asks.md).
 //
 // Hold takes the ask and returns at once, without waiting for a decision,
-// with a function that withdraws the ask. It must then call done exactly
+// with a function that withdraws the ask. Without a chain, Hold is called
+// on the broker's worker that read the ask (no goroutine is started for
+// it), so a Hold that blocked would hold up other requests. It must then call done exactly
 // once: with its decision, or, promptly once withdraw is called (the child
 // gave up, the prompt timed out, the broker is stopping; cause says which)
 // if it has not decided by then, with any decision, which the broker

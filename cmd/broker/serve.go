@@ -277,7 +277,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "broker: authorizer chain: %v\n", p)
 		}
 		defer links.Close()
-		judges = links
+		if links.Len() > 0 {
+			// No chain at all, rather than an empty one: serve then hands
+			// an ask to a prompt in the worker that read it, with no
+			// goroutine of its own (serve.Broker.Chain).
+			judges = links
+		}
 	}
 	b := &serve.Broker{
 		Layout: layout, Session: *session, Policy: policy, Terminal: term.Terminal,
