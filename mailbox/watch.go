@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -407,7 +408,12 @@ func (w *Watcher) head() (string, bool) {
 // even replaced the file before this goroutine runs again, and an identity
 // older than what the consumer read can only cause a redelivery, never a
 // lost file.
+//
+// The name is kept as a copy of its own: an event's name is the tail of
+// its whole path, and the name stays as long as the request waits (held
+// at a prompt, by the thousand), where the path would stay with it.
 func (w *Watcher) enqueue(name string, id filewatch.ID) {
+	name = strings.Clone(name)
 	w.state[name] = &mailEntry{state: mailQueued, id: id}
 	w.queue = append(w.queue, name)
 }
