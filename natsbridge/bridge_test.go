@@ -1,6 +1,7 @@
 package natsbridge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -312,4 +313,62 @@ func TestABrokerThatLostItsLeaseTakesNoMoreAsks(t *testing.T) {
 		}
 	}
 	eventually(t, "the stale broker's intake ended", func() bool { return e.reported("taking no more requests") })
+}
+
+// A broker killed after serve wrote an answer and before it removed the
+// request leaves both in the inbox. The next broker publishes the kept
+// answer, and serve must not decide the request again: the bridge used to
+// remove the answer it published and leave the request, which serve then
+// found unanswered and decided a second time (a review found it by
+// reading the code; this test saw serve's second decision).
+func TestAnAnswerLeftByAKilledBrokerIsNotDecidedAgain(t *testing.T) {
+	e := newEnv(t)
+	first := e.newBridge()
+	r := e.startBridge(first)
+	req, data := request(t, "git status --short")
+	sub := e.listen(owner, req.ID)
+	e.ask(owner, req.ID, data)
+	eventually(t, "the ask bridged and acked", func() bool { return e.bridgedCount(req.ID) == 1 && e.pending() == 0 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The predecessor's serve answered, and was killed before it removed
+	// the request.
+	kept, err := wire.EncodeResponse(wire.Response{
+		Approved: true, State: wire.StateApproved, ResponderSessionID: session, RespondedAt: time.Now().UnixMilli(),
+	}.Bind(req.ID, wire.RequestDigest(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.layout.WriteResponse(session, req.ID, kept); err != nil {
+		t.Fatal(err)
+	}
+
+	e.startBridge(e.newBridge())
+	if got := answer(t, sub); !bytes.Equal(got, kept) {
+		t.Fatalf("published %s, want the kept answer %s", got, kept)
+	}
+	e.startServe()
+	// A request written after serve started is answered after what serve
+	// found at its start.
+	probe, probeData := request(t, "git log --oneline")
+	probeSub := e.listen(owner, probe.ID)
+	e.ask(owner, probe.ID, probeData)
+	answer(t, probeSub)
+
+	if msg, err := sub.NextMsg(300 * time.Millisecond); err == nil {
+		t.Errorf("a second answer: %s", msg.Data)
+	}
+	for _, l := range e.lines(reviewlog.ForwardedAutoApproved) {
+		if l["requestId"] == req.ID {
+			t.Errorf("serve decided the answered request again: %v", l)
+		}
+	}
+	reqPath, _ := e.layout.RequestPath(session, req.ID)
+	respPath, _ := e.layout.ResponsePath(session, req.ID)
+	for _, p := range []string{reqPath, respPath} {
+		if exists(p) {
+			t.Errorf("%s is left in the inbox", p)
+		}
+	}
 }

@@ -99,6 +99,7 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 	if b.beforePublish != nil {
 		b.beforePublish(id)
 	}
+	b.removeAnswered(id, m)
 	if !b.publishRetrying(ctx, m, data) {
 		return false
 	}
@@ -112,6 +113,32 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 	}
 	b.forget(id)
 	return true
+}
+
+// removeAnswered removes the request file of id when it still holds the
+// bytes bridged, before the answer to it is published and removed. serve
+// writes an answer, then removes the request; a broker killed between the
+// two leaves both, and the next broker's serve, finding the request with
+// no answer beside it once this bridge published and removed the answer,
+// would decide it a second time (TestAnAnswerLeftByAKilledBrokerIsNotDecidedAgain).
+// Usually serve removed the request already and this is one lookup.
+func (b *Bridge) removeAnswered(id string, m *marker) {
+	path, err := b.Layout.RequestPath(b.session, id)
+	if err != nil {
+		return
+	}
+	data, err := mailbox.ReadFileOf(path, b.Layout.BrokerOwner())
+	if err != nil {
+		// Gone (serve removed it), or not a file the bridge could have
+		// written: serve judges what it finds there.
+		return
+	}
+	if wire.RequestDigest(data) != m.RequestSHA256 {
+		return // another request under the id: serve's to answer
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		b.report(fmt.Errorf("nats bridge: removing the answered %s: %w", path, err))
+	}
 }
 
 // publishRetrying publishes an answer until the engine confirms it or ctx
