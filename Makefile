@@ -88,11 +88,14 @@ all: build
 # binaries keep cgo, so that the broker reads a `~name` home through NSS
 # as the user's shell does. courier-child-nats is the child with the NATS
 # client linked in (-tags nats), which child execs for a NATS transport
-# (docs/decisions/0028).
+# (docs/decisions/0028); courier-broker-nats is the broker with the NATS
+# server and client linked in, which broker execs for any NATS flag
+# (docs/decisions/0034).
 build:
 	$(GO) build -o $(BIN)/ $(filter-out %/cmd/child,$(shell $(GO) list ./cmd/...))
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/child
 	CGO_ENABLED=0 $(GO) build -tags nats -o $(BIN)/courier-child-nats ./cmd/child
+	$(GO) build -tags nats -o $(BIN)/courier-broker-nats ./cmd/broker
 
 ## proto: regenerate plugins/gen from plugins/proto. The generators are
 ## pinned as go tool directives in go.mod; protoc comes from Debian and is
@@ -115,7 +118,7 @@ test: fmt-check vet test-deps
 	@mkdir -p $(BIN); figures=$$(mktemp $(abspath $(BIN))/reliability-figures.XXXXXX); \
 	echo "COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./..."; \
 	COURIER_FIGURES=$$figures $(GO) test -race -count=1 ./... && \
-	$(GO) test -race -count=1 -tags nats ./cmd/child && \
+	$(GO) test -race -count=1 -tags nats ./cmd/child ./cmd/broker && \
 	$(MAKE) --no-print-directory fuzz-short && \
 	{ echo "== reliability figures (fast campaigns; docs/RELIABILITY.md)"; cat $$figures; }; \
 	status=$$?; rm -f $$figures; exit $$status
@@ -161,11 +164,12 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags nats ./cmd/child
+	$(GO) vet -tags nats ./cmd/child ./cmd/broker
 
 ## lint: gofmt, vet and staticcheck (fetched at a pinned version)
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags nats ./cmd/child ./cmd/broker
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s)
 fuzz:

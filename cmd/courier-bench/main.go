@@ -46,7 +46,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("courier-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	binDir := fs.String("bin", "bin", "directory holding broker, child, courier-child-nats (the nats scenario), courier-authz-readonly and "+bench.NoopBinary)
+	binDir := fs.String("bin", "bin", "directory holding broker, child, courier-child-nats and courier-broker-nats (the nats scenario), courier-authz-readonly and "+bench.NoopBinary)
 	out := fs.String("out", "bench-results.json", "where to write the figures as JSON")
 	tmpfs := fs.String("tmpfs", "/dev/shm", "a directory on tmpfs for the mailbox roots; empty skips tmpfs")
 	disk := fs.String("disk", os.TempDir(), "a directory on the project's disk for the mailbox roots; empty skips disk")

@@ -78,6 +78,13 @@ func buildBinaries(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building courier-child-nats: %v\n%s", err, out)
 	}
+	// The broker's NATS sibling, which broker execs for any NATS flag
+	// (decision 0034).
+	cmd = exec.Command("go", "build", "-tags", "nats", "-o", filepath.Join(bin, "courier-broker-nats"), "./cmd/broker")
+	cmd.Dir = module
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building courier-broker-nats: %v\n%s", err, out)
+	}
 	// Another user runs them (watcher_faults, with inotify exhausted).
 	for _, dir := range []string{bin, filepath.Dir(bin)} {
 		if err := os.Chmod(dir, 0o755); err != nil {

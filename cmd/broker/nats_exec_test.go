@@ -1,0 +1,114 @@
+//go:build !nats
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// brokerBeside copies this test binary into a new directory as "broker"
+// (TestMain runs main in it), with, when sibling is not "", a script
+// named courier-broker-nats beside it.
+func brokerBeside(t *testing.T, sibling string) (broker, dir string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	broker = filepath.Join(dir, "broker")
+	src, err := os.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(broker, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sibling != "" {
+		if err := os.WriteFile(filepath.Join(dir, natsBinary), []byte(sibling), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return broker, dir
+}
+
+// printArgs is a fake sibling: it prints its argv, one word a line, and
+// exits 7.
+const printArgs = "#!/bin/sh\nfor a in \"$0\" \"$@\"; do echo \"$a\"; done\nexit 7\n"
+
+// runBroker runs broker with args, main in the test binary, and returns
+// its exit status, stdout and stderr.
+func runBroker(t *testing.T, broker string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, broker, args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "PI_CODING_AGENT_DIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Fatalf("broker did not run: %v", err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// Any NATS flag makes this build, which links no NATS package, run
+// courier-broker-nats from beside itself with the same arguments; its exit
+// status is the sibling's. Without one it serves as itself.
+func TestNATSFlagsExecTheSibling(t *testing.T) {
+	broker, dir := brokerBeside(t, printArgs)
+	for _, args := range [][]string{
+		{"serve", "--session", "s 1", "--nats-listen", "127.0.0.1:0"},
+		{"serve", "--nats", "nats://127.0.0.1:4222", "--nats-local", "--session", "s"},
+		{"serve", "--session", "s", "--terminal", "relay", "--relay-transport", "nats://127.0.0.1:4222", "--relay-owner", "o"},
+		{"serve", "--session", "s", "--nats-replicas", "3"},
+	} {
+		t.Run(args[len(args)-1], func(t *testing.T) {
+			code, out, stderr := runBroker(t, broker, args...)
+			if code != 7 {
+				t.Fatalf("exit %d, stderr %q: want the sibling's 7", code, stderr)
+			}
+			want := strings.Join(append([]string{filepath.Join(dir, natsBinary)}, args...), "\n") + "\n"
+			if out != want {
+				t.Errorf("the sibling ran with\n%s\nwant\n%s", out, want)
+			}
+		})
+	}
+	// Without a NATS flag the broker is not replaced: a usage error of its
+	// own, not the sibling's 7.
+	if code, _, stderr := runBroker(t, broker, "serve"); code != exitUsage || !strings.Contains(stderr, "--session ID is required") {
+		t.Errorf("serve without --session: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Without the sibling, a NATS flag is a usage error that names the path
+// looked at and how to build it.
+func TestNATSFlagsWithoutTheSibling(t *testing.T) {
+	broker, dir := brokerBeside(t, "")
+	code, _, stderr := runBroker(t, broker, "serve", "--session", "s", "--nats-listen", "127.0.0.1:0")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr %q", code, exitUsage, stderr)
+	}
+	for _, want := range []string{filepath.Join(dir, natsBinary), "is missing", "-tags nats"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not say %q", stderr, want)
+		}
+	}
+}
