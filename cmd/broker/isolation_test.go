@@ -27,7 +27,7 @@ const mainEnv = "COURIER_TEST_BROKER_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(broker())
 	}
 	os.Exit(m.Run())
 }

@@ -40,11 +40,20 @@ Run 'broker <command> -h' for the flags of a command.
 // exitUsage is the status for a usage or configuration error.
 const exitUsage = 2
 
-func main() {
+func main() { os.Exit(broker()) }
+
+// broker is main, to its exit status; the tests run it as main runs it.
+func broker() int {
 	// The hidden subcommand that runs a confined plugin's init: before
 	// the signal handlers, so that a signal kills it like any init.
 	if len(os.Args) > 1 && os.Args[1] == confine.Command {
-		os.Exit(confine.Main(os.Args[2:], os.Stdout, os.Stderr))
+		return confine.Main(os.Args[2:], os.Stdout, os.Stderr)
+	}
+	// Serving over NATS is the NATS build's (natsFirst): run before the
+	// descriptors are sealed and the signal handlers installed, which
+	// the exec must not see.
+	if code, ran := natsFirst(os.Args[1:], os.Stderr); ran {
+		return code
 	}
 	// Nothing the broker inherited without close-on-exec may reach a
 	// plugin or any other process it starts.
@@ -53,9 +62,8 @@ func main() {
 	}
 	// SIGHUP too: a dropped ssh session must still answer what is pending.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

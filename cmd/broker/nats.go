@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/seed6639df8c/courier/internal/fileperm"
+	"github.com/seed6639df8c/courier/internal/sibling"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/natsbox"
 	"github.com/seed6639df8c/courier/natsbridge"
@@ -76,8 +77,12 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// natsSibling is this build's: it serves over NATS itself.
-func natsSibling([]string, io.Writer) (int, bool) { return 0, false }
+// natsFirst does nothing in this build, which serves over NATS itself.
+func natsFirst([]string, io.Writer) (int, bool) { return 0, false }
+
+// A sibling run by the build without NATS does not pass the marker on to
+// the plugins it starts.
+func init() { sibling.Clear() }
 
 // startNATS runs what the NATS flags ask for: the embedded server, the
 // connection, the engine's streams and buckets, and the bridge, which

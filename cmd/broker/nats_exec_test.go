@@ -48,6 +48,15 @@ func brokerBeside(t *testing.T, sibling string) (broker, dir string) {
 	return broker, dir
 }
 
+// copyExecutable copies the executable from to a new file to.
+func copyExecutable(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
+}
+
 // printArgs is a fake sibling: it prints its argv, one word a line, and
 // exits 7.
 const printArgs = "#!/bin/sh\nfor a in \"$0\" \"$@\"; do echo \"$a\"; done\nexit 7\n"
@@ -56,9 +65,16 @@ const printArgs = "#!/bin/sh\nfor a in \"$0\" \"$@\"; do echo \"$a\"; done\nexit
 // its exit status, stdout and stderr.
 func runBroker(t *testing.T, broker string, args ...string) (int, string, string) {
 	t.Helper()
+	return runBrokerWith(t, nil, broker, args...)
+}
+
+// runBrokerWith is runBroker with extra inherited files (fd 3 on).
+func runBrokerWith(t *testing.T, extra []*os.File, broker string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, broker, args...)
+	cmd.ExtraFiles = extra
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "PI_CODING_AGENT_DIR="+t.TempDir())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -110,5 +126,66 @@ func TestNATSFlagsWithoutTheSibling(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr %q does not say %q", stderr, want)
 		}
+	}
+}
+
+// The review of the split: main sealed every inherited descriptor before
+// the exec, so --config /dev/fd/3 or a password file given as <(…) reached
+// the sibling closed (or as one of its own descriptors). The sibling is
+// run before anything is sealed.
+func TestNATSSiblingInheritsDescriptors(t *testing.T) {
+	broker, _ := brokerBeside(t, "#!/bin/sh\ncat /dev/fd/3\nexit 7\n")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("the operator's password"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer r.Close()
+	code, out, stderr := runBrokerWith(t, []*os.File{r}, broker, "serve", "--session", "s", "--nats", "nats://127.0.0.1:4222",
+		"--nats-user", "u", "--nats-password-file", "/dev/fd/3")
+	if code != 7 || out != "the operator's password" {
+		t.Errorf("exit %d, the sibling read %q from fd 3 (stderr %q): want 7 and the password", code, out, stderr)
+	}
+}
+
+// The review of the split: a courier-broker-nats that is this binary (a
+// link to it) or a copy of a build without NATS made the broker run itself
+// again for ever, silently, a core busy. Both are refused at once.
+func TestNATSSiblingThatIsNoSiblingIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(broker, sibling string) error
+		want string
+	}{
+		{"a copy of a build without NATS", copyExecutable, "it would run itself again"},
+		{"a link to the broker", func(broker, sibling string) error { return os.Symlink(broker, sibling) }, "is this binary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			broker, dir := brokerBeside(t, "")
+			if err := tc.make(broker, filepath.Join(dir, natsBinary)); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runBroker(t, broker, "serve", "--session", "s", "--nats-listen", "127.0.0.1:0")
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q: want %d and %q", code, stderr, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// A sibling others could have written is not run: whoever writes it would
+// serve the session's asks.
+func TestNATSSiblingWritableByOthersIsRefused(t *testing.T) {
+	broker, dir := brokerBeside(t, printArgs)
+	sib := filepath.Join(dir, natsBinary)
+	if err := os.Chmod(sib, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runBroker(t, broker, "serve", "--session", "s", "--nats-listen", "127.0.0.1:0")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "refusing sibling binary "+sib) {
+		t.Errorf("exit %d, stdout %q, stderr %q: want it refused", code, out, stderr)
 	}
 }

@@ -98,13 +98,6 @@ func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 
 func (f *natsFlags) enabled() bool { return f.url != "" || f.listen != "" }
 
-// used reports whether any NATS flag was given: then this broker, built
-// without NATS, runs its NATS sibling (natsBinary), which checks them.
-func (f *natsFlags) used() bool {
-	return f.enabled() || f.store != "" || f.config != "" || f.replicas != 1 || f.creds.given() ||
-		f.relayURL != "" || f.relayOwner != "" || f.relayCreds.given()
-}
-
 // natsServing is the broker's NATS side while it serves.
 type natsServing struct {
 	where string

@@ -118,11 +118,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if natsOpts.used() {
-		if code, ran := natsSibling(append([]string{"serve"}, args...), stderr); ran {
-			return code
-		}
-	}
 	if fs.NArg() > 0 {
 		return serveError(stderr, "unexpected argument %q", fs.Arg(0))
 	}

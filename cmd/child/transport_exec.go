@@ -7,30 +7,26 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/seed6639df8c/courier/internal/sibling"
 	"github.com/seed6639df8c/courier/reviewlog"
 )
 
 // execNATS replaces this process with its NATS sibling (natsBinary),
 // found beside this binary, with args (the command and its arguments)
 // and this process's environment unchanged. It returns only when that
-// failed: exit 2, with an error naming the path expected.
+// failed: exit 2, with an error naming the path expected. A sibling that
+// is this binary, a build without NATS, or a file others could have
+// written is refused (sibling.Exec): the first two would run themselves
+// again for ever, and the --timeout that bounds an ask is not armed yet.
 func execNATS(args []string, stderr io.Writer) (int, bool) {
-	self, err := os.Executable()
-	if err != nil {
-		return usageError(stderr, "a NATS transport needs %s beside this binary, whose path is unknown: %v", natsBinary, err), true
-	}
-	path := filepath.Join(filepath.Dir(self), natsBinary)
-	err = syscall.Exec(path, append([]string{path}, args...), os.Environ())
+	err := sibling.Exec(natsBinary, args)
 	if errors.Is(err, fs.ErrNotExist) {
-		return usageError(stderr, "a NATS transport needs %s beside this binary: %s is missing "+
-			"(make build builds it; or go build -tags nats -o %s ./cmd/child)", natsBinary, path, path), true
+		return usageError(stderr, "a NATS transport needs %s beside this binary: %v "+
+			"(make build builds it; or go build -tags nats -o <that path> ./cmd/child)", natsBinary, err), true
 	}
-	return usageError(stderr, "a NATS transport needs %s beside this binary: running %s: %v", natsBinary, path, err), true
+	return usageError(stderr, "a NATS transport needs %s beside this binary: %v", natsBinary, err), true
 }
 
 // newNATSForwarder is never reached in this build (execNATS runs the

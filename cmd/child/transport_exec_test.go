@@ -169,3 +169,25 @@ func TestNATSTransportRunsOnlyTheSiblingBesideItsRealPath(t *testing.T) {
 		})
 	}
 }
+
+// A courier-child-nats that is a copy of a build without NATS used to make
+// child run itself again for ever, a core busy, before its --timeout was
+// armed (found by review): it is refused at once.
+func TestNATSTransportSiblingWithoutNATSIsRefused(t *testing.T) {
+	child, dir := childBeside(t, "")
+	if data, err := os.ReadFile(child); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(dir, natsBinary), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, child, "ask", "--transport", "nats://127.0.0.1:4222", "--session", "c", "--surface", "bash", "--value", "ls")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(stderr.String(), "it would run itself again") {
+		t.Errorf("exit %d, stderr %q: want %d, refused", code, stderr.String(), exitUsage)
+	}
+}

@@ -14,11 +14,15 @@ import (
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/forward"
+	"github.com/seed6639df8c/courier/internal/sibling"
 	"github.com/seed6639df8c/courier/natsbox"
 	"github.com/seed6639df8c/courier/natsforward"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/wire"
 )
+
+// A sibling run by the build without NATS does not pass the marker on.
+func init() { sibling.Clear() }
 
 // execNATS does nothing in this build, which carries asks over NATS
 // itself.

@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"notify":                            0,
 	"plugins/gen/courier/authorizer/v1": 0,
 	"natsembed":                         1,
+	"internal/sibling":                  1,
 	"provenance":                        1,
 	"intent":                            1,
 	"wire":                              2,
