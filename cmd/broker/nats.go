@@ -28,6 +28,11 @@ import (
 	"github.com/seed6639df8c/courier/reviewlog"
 )
 
+// given reports whether any credential flag was given.
+func (c *natsCreds) given() bool {
+	return *c != natsCreds{}
+}
+
 func (c *natsCreds) options(url, name string) natsbox.Options {
 	return natsbox.Options{
 		URL: url, Creds: c.creds, NKeySeedFile: c.nkey, User: c.user, PasswordFile: c.passwordFile,

@@ -5,56 +5,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed6639df8c/courier/internal/sibling/siblingtest"
 )
 
-// brokerBeside copies this test binary into a new directory as "broker"
-// (TestMain runs main in it), with, when sibling is not "", a script
-// named courier-broker-nats beside it.
+// brokerBeside is siblingtest.Beside for this command and its NATS sibling.
 func brokerBeside(t *testing.T, sibling string) (broker, dir string) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = t.TempDir()
-	broker = filepath.Join(dir, "broker")
-	src, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(broker, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if sibling != "" {
-		if err := os.WriteFile(filepath.Join(dir, natsBinary), []byte(sibling), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return broker, dir
-}
-
-// copyExecutable copies the executable from to a new file to.
-func copyExecutable(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o755)
+	return siblingtest.Beside(t, "broker", natsBinary, sibling)
 }
 
 // printArgs is a fake sibling: it prints its argv, one word a line, and
@@ -160,7 +124,7 @@ func TestNATSSiblingThatIsNoSiblingIsRefused(t *testing.T) {
 		make func(broker, sibling string) error
 		want string
 	}{
-		{"a copy of a build without NATS", copyExecutable, "it would run itself again"},
+		{"a copy of a build without NATS", siblingtest.CopyExecutable, "it would run itself again"},
 		{"a link to the broker", func(broker, sibling string) error { return os.Symlink(broker, sibling) }, "is this binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

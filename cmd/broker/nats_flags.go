@@ -66,11 +66,6 @@ func addNATSCreds(fs *flag.FlagSet, prefix, what string) *natsCreds {
 	return c
 }
 
-// given reports whether any credential flag was given.
-func (c *natsCreds) given() bool {
-	return *c != natsCreds{}
-}
-
 // natsFlags are broker serve's flags for serving over NATS.
 type natsFlags struct {
 	url, listen, store, config string

@@ -5,47 +5,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed6639df8c/courier/internal/sibling/siblingtest"
 )
 
-// childBeside copies this test binary into a new directory as "child"
-// (TestMain runs main in it), with, when sibling is not "", a script
-// named courier-child-nats beside it.
+// childBeside is siblingtest.Beside for this command and its NATS sibling.
 func childBeside(t *testing.T, sibling string) (child, dir string) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = t.TempDir()
-	child = filepath.Join(dir, "child")
-	src, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(child, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if sibling != "" {
-		if err := os.WriteFile(filepath.Join(dir, natsBinary), []byte(sibling), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return child, dir
+	return siblingtest.Beside(t, "child", natsBinary, sibling)
 }
 
 // printArgv is a fake sibling: it prints its argv, one word a line, and
@@ -175,9 +148,7 @@ func TestNATSTransportRunsOnlyTheSiblingBesideItsRealPath(t *testing.T) {
 // armed (found by review): it is refused at once.
 func TestNATSTransportSiblingWithoutNATSIsRefused(t *testing.T) {
 	child, dir := childBeside(t, "")
-	if data, err := os.ReadFile(child); err != nil {
-		t.Fatal(err)
-	} else if err := os.WriteFile(filepath.Join(dir, natsBinary), data, 0o755); err != nil {
+	if err := siblingtest.CopyExecutable(child, filepath.Join(dir, natsBinary)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

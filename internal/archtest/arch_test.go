@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"plugins/gen/courier/authorizer/v1": 0,
 	"natsembed":                         1,
 	"internal/sibling":                  1,
+	"internal/sibling/siblingtest":      0,
 	"provenance":                        1,
 	"intent":                            1,
 	"wire":                              2,
