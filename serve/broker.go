@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,6 +146,12 @@ type Broker struct {
 	// watcherBacklog, when set, replaces the watcher's Backlog for the
 	// workers: a test holds names back.
 	watcherBacklog func() int
+	// paceFloods says a flood's jobs are followed by a rest (restAfter):
+	// set by Run when another worker reads meanwhile.
+	paceFloods bool
+	// floodRest, when set, replaces the rest after a flood's job: a test
+	// looks at the queue during the rest.
+	floodRest func(stop <-chan struct{}, took time.Duration) bool
 	// noFactsNoticed: OnNotice has heard of a request without access
 	// facts, [1] of a bash one, [0] of any other.
 	noFactsNoticed [2]atomic.Bool
@@ -276,6 +281,8 @@ func (b *Broker) Run(ctx context.Context) error {
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
+	// With one worker, a rest would stop the reading too.
+	b.paceFloods = workers > 1
 	stopWorkers := make(chan struct{})
 	var workersDone sync.WaitGroup
 	waiting, watcherEnded := newNames(), make(chan struct{})
@@ -396,14 +403,22 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 			continue
 		}
 		if j, ok := b.fair.take(); ok {
-			do(j)
 			reads = 0
-			if readAll {
-				// The flood's job is done; the watcher and the
-				// takeAhead goroutine, which feed the reading, run
-				// before this worker takes another (a goroutine that
-				// never blocks keeps its processor for 10 ms).
-				runtime.Gosched()
+			if !readAll {
+				do(j)
+				continue
+			}
+			// One of a flood's jobs, then a rest (restAfter): the
+			// watcher and the takeAhead goroutine, which feed the
+			// reading, and the other requesters' jobs run before the
+			// flood's next. The job counts as running until the rest is
+			// over, so that no other worker takes the next (take).
+			start := time.Now()
+			j()
+			rested := b.restAfter(stop, gate, time.Since(start))
+			b.fair.done()
+			if !rested {
+				return
 			}
 			continue
 		}

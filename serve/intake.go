@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,4 +157,35 @@ func (b *Broker) inboxBacklog() int {
 		return b.watcherBacklog()
 	}
 	return b.watcher.Backlog()
+}
+
+// maxFloodRest bounds the rest after one of a flood's jobs (restAfter).
+const maxFloodRest = time.Millisecond
+
+// restAfter is the rest a worker takes after one of a flood's jobs, while
+// the flood crowds the queue and reading keeps up with it
+// (fairQueue.readAll): twice as long as the job took, at most
+// maxFloodRest, or until the worker is to stop (then it reports false).
+// No other worker takes a flood's job meanwhile, so the flood's jobs get
+// at most about a third of one processor; reading and the jobs of the
+// other requesters (takeLight) go on in the other workers. Without the
+// rest the flood's jobs were done back to back whenever nothing was left
+// to read, and filled the broker's share of the CPU when the flood's
+// writer had a core of its own (docs/decisions/0035-a-floods-jobs-rest.md).
+func (b *Broker) restAfter(stop <-chan struct{}, gate *time.Timer, took time.Duration) bool {
+	if b.floodRest != nil {
+		return b.floodRest(stop, took)
+	}
+	if !b.paceFloods {
+		runtime.Gosched()
+		return true
+	}
+	gate.Reset(min(2*took, maxFloodRest))
+	defer gate.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-gate.C:
+	}
+	return true
 }
