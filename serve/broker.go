@@ -146,12 +146,14 @@ type Broker struct {
 	// watcherBacklog, when set, replaces the watcher's Backlog for the
 	// workers: a test holds names back.
 	watcherBacklog func() int
-	// paceFloods says a flood's jobs are followed by a rest (restAfter):
-	// set by Run when another worker reads meanwhile.
+	// paceFloods says a flood's jobs are paced (restAfter): set by Run
+	// when another worker reads meanwhile.
 	paceFloods bool
-	// floodRest, when set, replaces the rest after a flood's job: a test
-	// looks at the queue during the rest.
-	floodRest func(stop <-chan struct{}, took time.Duration) bool
+	// floodPace is the flood's work since its last rest (restAfter).
+	floodPace floodPace
+	// floodRest, when set, replaces the wait of a rest: a test looks at
+	// the queue during the rest.
+	floodRest func(stop <-chan struct{}, rest time.Duration) bool
 	// noFactsNoticed: OnNotice has heard of a request without access
 	// facts, [1] of a bash one, [0] of any other.
 	noFactsNoticed [2]atomic.Bool
@@ -408,11 +410,12 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 				do(j)
 				continue
 			}
-			// One of a flood's jobs, then a rest (restAfter): the
-			// watcher and the takeAhead goroutine, which feed the
-			// reading, and the other requesters' jobs run before the
-			// flood's next. The job counts as running until the rest is
-			// over, so that no other worker takes the next (take).
+			// One of a flood's jobs, then a yield or, once the flood's
+			// jobs have had their share, a rest (restAfter): the watcher
+			// and the takeAhead goroutine, which feed the reading, and
+			// the other requesters' jobs run before the flood's next. The
+			// job counts as running until the rest is over, so that no
+			// other worker takes the next (take).
 			start := time.Now()
 			j()
 			rested := b.restAfter(stop, gate, time.Since(start))

@@ -159,28 +159,68 @@ func (b *Broker) inboxBacklog() int {
 	return b.watcher.Backlog()
 }
 
-// maxFloodRest bounds the rest after one of a flood's jobs (restAfter).
-const maxFloodRest = time.Millisecond
+// floodBurst is how long a flood's jobs run back to back before a rest
+// (floodPace). Under contention one job often takes this long by the
+// wall clock (its thread preempted), and then each job rests.
+const floodBurst = 250 * time.Microsecond
 
-// restAfter is the rest a worker takes after one of a flood's jobs, while
-// the flood crowds the queue and reading keeps up with it
-// (fairQueue.readAll): twice as long as the job took, at most
-// maxFloodRest, or until the worker is to stop (then it reports false).
-// No other worker takes a flood's job meanwhile, so the flood's jobs get
-// at most about a third of one processor; reading and the jobs of the
-// other requesters (takeLight) go on in the other workers. Without the
-// rest the flood's jobs were done back to back whenever nothing was left
-// to read, and filled the broker's share of the CPU when the flood's
-// writer had a core of its own (docs/decisions/0035-a-floods-jobs-rest.md).
-func (b *Broker) restAfter(stop <-chan struct{}, gate *time.Timer, took time.Duration) bool {
-	if b.floodRest != nil {
-		return b.floodRest(stop, took)
+// floodPace keeps a flood's jobs, while the flood crowds the queue and
+// reading keeps up with it (fairQueue.readAll), to about a third of a
+// processor: once they have taken floodBurst since the last rest, the
+// worker rests twice as long (docs/decisions/0035-a-floods-jobs-rest.md).
+// Not a rest after every job: the runtime sleeps in whole milliseconds
+// when nothing else is runnable, so a rest of tens of µs after each job
+// lasted a millisecond or more, and a flood the broker could have kept
+// up with was answered at a few hundred jobs a second.
+type floodPace struct {
+	mu    sync.Mutex
+	spent time.Duration
+}
+
+// after counts a flood's job that took took, and returns the rest due
+// now: none until the jobs since the last rest have taken floodBurst,
+// then twice what they took.
+func (p *floodPace) after(took time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spent += max(took, 0)
+	if p.spent < floodBurst {
+		return 0
 	}
-	if !b.paceFloods {
+	rest := 2 * p.spent
+	p.spent = 0
+	return rest
+}
+
+// restAfter follows one of a flood's jobs that took took: a yield, so
+// that the goroutines that feed the reading run before the flood's next
+// job (one that never blocks keeps its processor for 10 ms), or the rest
+// floodPace says is due, during which no other worker takes a flood's
+// job. It reports false when the worker is to stop. With one worker
+// (paceFloods false) there is never a rest: it would stop the reading
+// too. Reading and the jobs of the other requesters (takeLight) go on in
+// the other workers meanwhile. Without rests the flood's jobs were done
+// back to back whenever nothing was left to read, and filled the
+// broker's share of the CPU when the flood's writer had a core of its
+// own.
+func (b *Broker) restAfter(stop <-chan struct{}, gate *time.Timer, took time.Duration) bool {
+	rest := time.Duration(0)
+	if b.paceFloods {
+		rest = b.floodPace.after(took)
+	}
+	select {
+	case <-stop:
+		return false
+	default:
+	}
+	if rest <= 0 {
 		runtime.Gosched()
 		return true
 	}
-	gate.Reset(min(2*took, maxFloodRest))
+	if b.floodRest != nil {
+		return b.floodRest(stop, rest)
+	}
+	gate.Reset(rest)
 	defer gate.Stop()
 	select {
 	case <-stop:
