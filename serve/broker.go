@@ -366,8 +366,8 @@ func (b *Broker) work(ctx context.Context, waiting *names, stop, watcherEnded <-
 	take := func(name string) {
 		b.fair.readOne(time.Now())
 		o, key, j := b.read(ctx, name)
-		if j != nil {
-			b.fair.push(key, j)
+		if j != nil && !b.fair.pushRead(key, j) {
+			j()
 		}
 		b.release(name, o)
 	}

@@ -48,7 +48,8 @@ const (
 // bytes until their turn, at most maxAheadBytes in all, of which files of
 // largeRead bytes or more at most maxAheadLarge, and no file is read
 // ahead while maxQueuedJobs wait: past those, reading and jobs take turns
-// as without a flood (readAll).
+// as without a flood (readAll), and past maxQueuedJobs a file read is
+// answered by its reader at once, never queued (pushRead).
 //
 // maxAheadLarge is small: a flood of small files is what reading ahead
 // keeps up with (its bytes are about what its jobs cost anyway), while
@@ -95,6 +96,8 @@ type fairQueue struct {
 	// when a request file was last read (crowded).
 	queued, running int
 	read            time.Time
+	// peak is the most jobs that ever waited at once (the tests look).
+	peak int
 	// heavy is how many requesters have heavyJobs jobs or more waiting,
 	// ahead the bytes kept by files read ahead of their turn, and
 	// aheadLarge those of files of largeRead bytes or more.
@@ -153,18 +156,43 @@ func (q *fairQueue) forget(r *requester) {
 // push queues j as key's next job.
 func (q *fairQueue) push(key string, j job) {
 	q.mu.Lock()
+	q.pushLocked(key, j)
+	q.mu.Unlock()
+	q.wake()
+}
+
+// pushRead queues j, the job of a request file just read, as key's next
+// job, unless jobsMax jobs wait already: then it reports false, and the
+// reader does j at once. Reading then goes no faster than answering, and
+// what waits stays bounded however long a flood lasts (0036): each job
+// queued keeps a request's answer, up to a few KiB with the collector's
+// slack, and a flood that outpaced the workers for 20 s had 200,000 of
+// them and the broker half a gigabyte.
+func (q *fairQueue) pushRead(key string, j job) bool {
+	q.mu.Lock()
+	if q.queued >= q.jobsMax {
+		q.mu.Unlock()
+		return false
+	}
+	q.pushLocked(key, j)
+	q.mu.Unlock()
+	q.wake()
+	return true
+}
+
+// pushLocked queues j as key's next job. q.mu is held.
+func (q *fairQueue) pushLocked(key string, j job) {
 	r := q.get(key)
 	r.jobs = append(r.jobs, j)
 	if len(r.jobs) == heavyJobs {
 		q.heavy++
 	}
 	q.queued++
+	q.peak = max(q.peak, q.queued)
 	if !r.inTurn {
 		r.inTurn = true
 		q.turn = append(q.turn, r)
 	}
-	q.mu.Unlock()
-	q.wake()
 }
 
 func (q *fairQueue) wake() {
@@ -299,7 +327,8 @@ func (q *fairQueue) aheadDone(n int) {
 // (takeLight's aside): a flood crowds the queue, and what waits leaves
 // room for more to be read ahead. Past maxQueuedJobs or maxAheadBytes a
 // worker does a job after intakeBurst reads, as without a flood, and
-// reads no file ahead: what waits unread costs no memory.
+// reads no file ahead: what waits unread costs no memory. (Past
+// maxQueuedJobs its reads queue nothing either: pushRead.)
 func (q *fairQueue) readAll() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -143,6 +143,14 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 				t.Error("the bounds on reading ahead were never reached: the test does not test them")
 			}
 			q := f.broker.fair
+			q.mu.Lock()
+			peak := q.peak
+			q.mu.Unlock()
+			// Past the bound a reader answers what it read at once; only
+			// the conclusions of the asks admitted are queued beyond it.
+			if most := q.jobsMax + 2*heldMax; peak > most {
+				t.Errorf("%d jobs waited at once, want at most %d: what waits grows with the flood", peak, most)
+			}
 			pollUntil(t, start.Add(2*deadline), "no job queued, no byte kept ahead", func() bool {
 				q.mu.Lock()
 				defer q.mu.Unlock()
