@@ -23,6 +23,30 @@ type unwrittenAnswer struct {
 	uid int
 }
 
+// maxAnswered bounds the ids of answered requests remembered (in answered,
+// answeredOrder and answeredDigest), about 170 bytes each, the id
+// included. They are otherwise kept for the forwarding timeout, and a
+// flood answered at 15,000 a second for that long would be a gigabyte.
+// Past the bound the oldest is forgotten before its time, and requests
+// are then looked for on disk, as by a broker that started with too many
+// answers there to list (forgotAnswered).
+const maxAnswered = 1 << 16
+
+// forgetOldestAnswered forgets the oldest id answered, now, before the
+// forwarding timeout: from then until a forwarding timeout has passed a
+// request delivered again is known answered only by its answer on disk
+// (mayBeAnsweredOnDisk), as after a restart. b.mu is held.
+func (b *Broker) forgetOldestAnswered(now time.Time) {
+	a := b.answeredOrder[0]
+	b.answeredOrder[0] = answeredAt{}
+	b.answeredOrder = b.answeredOrder[1:]
+	if b.answered[a.id].Equal(a.at) {
+		delete(b.answered, a.id)
+		delete(b.answeredDigest, a.id)
+	}
+	b.forgotAnswered.Store(now.UnixNano())
+}
+
 // answeredAt is one entry of Broker.answeredOrder.
 type answeredAt struct {
 	id string
@@ -85,6 +109,9 @@ func (b *Broker) finish(req wire.Request, path string, d decision.Decision, dige
 	at := b.now()
 	b.answered[req.ID] = at
 	b.answeredOrder = append(b.answeredOrder, answeredAt{req.ID, at})
+	if len(b.answeredOrder) > b.answeredMax {
+		b.forgetOldestAnswered(at)
+	}
 	b.mu.Unlock()
 	if t, ok := b.Terminal.(Tally); ok {
 		t.Counted(d.DecidedBy)

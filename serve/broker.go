@@ -121,6 +121,9 @@ type Broker struct {
 	// answeredDigest is, for each id in answered, the request bytes it
 	// was answered for (digestKey): a request reusing the id is refused.
 	answeredDigest map[string]uint64
+	// forgotAnswered is when an answered id was last forgotten before
+	// the forwarding timeout (maxAnswered), in Unix ns; 0 if never.
+	forgotAnswered atomic.Int64
 	// respondedAtStart is the ids of the response files there when
 	// serving started, nil if unknown (responsesAtStart). Written before
 	// the workers start, then only read.
@@ -132,6 +135,9 @@ type Broker struct {
 	// reading a flood ahead (maxAheadBytes, maxQueuedJobs): a test
 	// reaches them with a few hundred files, not tens of thousands.
 	aheadBytes, aheadJobs int
+	// answeredMax bounds the answered ids remembered: maxAnswered, less
+	// in tests that pass it.
+	answeredMax int
 	// registered numbers the in-flight registrations and sweeps the
 	// sweeps, so that a sweep judges only what was registered before it
 	// listed the inbox.
@@ -224,6 +230,9 @@ func (b *Broker) prepare() {
 	}
 	if b.aheadJobs > 0 {
 		b.fair.jobsMax = b.aheadJobs
+	}
+	if b.answeredMax <= 0 {
+		b.answeredMax = maxAnswered
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
@@ -63,11 +64,20 @@ func (b *Broker) responsesAtStart() map[string]struct{} {
 // a predecessor (responsesAtStart): only then is it looked for before the
 // request is decided.
 func (b *Broker) mayBeAnsweredOnDisk(id string) bool {
-	if b.respondedAtStart == nil {
+	if b.respondedAtStart == nil || b.forgotRecently() {
 		return true
 	}
 	_, ok := b.respondedAtStart[id]
 	return ok
+}
+
+// forgotRecently says whether an answered id was forgotten before its
+// time (answeredMax) within the last forwarding timeout: a request
+// delivered again may then have been answered by this run without its id
+// being remembered, and only its answer on disk tells.
+func (b *Broker) forgotRecently() bool {
+	at := b.forgotAnswered.Load()
+	return at != 0 && b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()
 }
 
 // answeredThisRun says whether this run answered id before (its answer,

@@ -1,0 +1,62 @@
+package serve
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/mailbox"
+	"github.com/seed6639df8c/courier/wire"
+)
+
+// The ids answered are remembered up to a bound (answeredMax), not for
+// the whole forwarding timeout: a flood answered for that long kept a
+// gigabyte of them. An id forgotten early is still never answered twice:
+// its request delivered again is looked for on disk, where its answer is.
+func TestAnsweredIDsAreBoundedAndNeverAnsweredTwice(t *testing.T) {
+	const bound = 3
+	var (
+		mu      sync.Mutex
+		answers = map[string]int{}
+	)
+	layout := mailbox.Layout{Root: t.TempDir()}
+	f := newFixtureWith(t, layout, Headless{}, func(b *Broker) {
+		b.answeredMax = bound
+		b.beforeResponse = func(req *wire.Request, _ decision.Decision) {
+			mu.Lock()
+			answers[req.ID]++
+			mu.Unlock()
+		}
+	})
+	var reqs []wire.Request
+	var data [][]byte
+	for i := range 2 * bound {
+		req := request(t, fmt.Sprintf("perm-bound-%d", i), "child", "git status --short")
+		reqs, data = append(reqs, req), append(data, publish(t, layout, req))
+		path, _ := layout.RequestPath("parent", req.ID)
+		waitGone(t, path)
+	}
+	f.broker.mu.Lock()
+	remembered, order := len(f.broker.answered), len(f.broker.answeredOrder)
+	f.broker.mu.Unlock()
+	if remembered > bound || order > bound {
+		t.Errorf("%d answered ids remembered (%d in order), want at most %d", remembered, order, bound)
+	}
+
+	// The first request again, its answer not collected: a re-delivery.
+	first := reqs[0]
+	writeRequest(t, layout, first.ID+".json", data[0])
+	path, _ := layout.RequestPath("parent", first.ID)
+	waitGone(t, path)
+	f.waitSettled(t)
+	f.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if answers[first.ID] != 1 {
+		t.Errorf("%s was answered %d times, want once: a forgotten id delivered again was decided again", first.ID, answers[first.ID])
+	}
+	if resp := collect(t, layout, first, data[0]); !resp.Approved {
+		t.Errorf("the first answer: %+v", resp)
+	}
+}
