@@ -246,23 +246,45 @@ func (b *Broker) housekeeping() {
 		}
 	}
 	b.mu.Unlock()
+	b.sweepResponses(cutoff)
+}
+
+// responsesBatch is how many entries of responses/ sweepResponses lists at
+// a time: a flood nobody collects leaves hundreds of thousands of answers
+// there, and listing them all at once took 26 MB of heap every ten
+// seconds, which the collector's pacing then doubled.
+const responsesBatch = 1024
+
+// sweepResponses removes the responses written before cutoff: nobody
+// collected them.
+func (b *Broker) sweepResponses(cutoff time.Time) {
 	responses, err := b.Layout.ResponsesDir(b.Session)
 	if err != nil {
 		return
 	}
-	entries, _ := os.ReadDir(responses)
-	for _, e := range entries {
-		if !mailbox.IsMailName(e.Name()) {
-			continue
-		}
-		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
-			b.remove(filepath.Join(responses, e.Name()))
-			if !b.Layout.Isolated() {
-				// In the isolation mode a child cannot remove the
-				// response it collected (responses/ is the broker's):
-				// every answer is removed here, and that says nothing.
-				b.log(reviewlog.ForwardingWarningEntry{Message: "removed a response nobody collected", ResponsePath: filepath.Join(responses, e.Name())})
+	d, err := os.Open(responses)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for {
+		entries, err := d.ReadDir(responsesBatch)
+		for _, e := range entries {
+			if !mailbox.IsMailName(e.Name()) {
+				continue
 			}
+			if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+				b.remove(filepath.Join(responses, e.Name()))
+				if !b.Layout.Isolated() {
+					// In the isolation mode a child cannot remove the
+					// response it collected (responses/ is the broker's):
+					// every answer is removed here, and that says nothing.
+					b.log(reviewlog.ForwardingWarningEntry{Message: "removed a response nobody collected", ResponsePath: filepath.Join(responses, e.Name())})
+				}
+			}
+		}
+		if err != nil {
+			return // io.EOF: all listed
 		}
 	}
 }

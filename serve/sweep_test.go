@@ -1,8 +1,12 @@
 package serve
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +127,56 @@ func TestUnwrittenAnswerOfAGoneRequestIsDropped(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); unwritten() != 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the decision of a request that is gone is still kept")
+		}
+	}
+}
+
+// Housekeeping removes every response older than the forwarding timeout,
+// however many there are (listed a batch at a time), and keeps the
+// recent ones.
+func TestHousekeepingRemovesUncollectedResponsesPastOneBatch(t *testing.T) {
+	now := time.Now()
+	b := &Broker{
+		Layout:            mailbox.Layout{Root: t.TempDir()},
+		Session:           "parent",
+		ForwardingTimeout: time.Minute,
+		Now:               func() time.Time { return now },
+		answered:          map[string]time.Time{},
+	}
+	if err := b.Layout.EnsureInbox("parent"); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := b.Layout.ResponsesDir("parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const old, recent = 2*responsesBatch + 7, 5
+	for i := range old + recent {
+		path := filepath.Join(dir, fmt.Sprintf("perm-%05d.json", i))
+		if err := os.WriteFile(path, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if i < old {
+			stale := now.Add(-2 * time.Minute)
+			if err := os.Chtimes(path, stale, stale); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b.housekeeping()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != recent {
+		t.Errorf("%d responses left, want the %d recent ones", len(entries), recent)
+	}
+	for _, e := range entries {
+		if n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(e.Name(), "perm-"), ".json")); n < old {
+			t.Errorf("%s, older than the forwarding timeout, was kept", e.Name())
 		}
 	}
 }
