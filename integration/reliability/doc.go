@@ -1,6 +1,7 @@
 // Package reliability holds courier's reliability and security campaigns
 // (docs/RELIABILITY.md tabulates them): the real broker and
-// child binaries under broker and child SIGKILLs, a hostile mailbox, other
+// child binaries under broker and child SIGKILLs, a hostile mailbox, a
+// sustained flood, other
 // users, planted and forged answers, resource faults, watcher faults and
 // plugin faults under load.
 //

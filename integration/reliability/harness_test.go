@@ -31,6 +31,7 @@ func TestReliability(t *testing.T) {
 	t.Run("broker_kills", s.brokerKills)
 	t.Run("child_kills", s.childKills)
 	t.Run("hostile_mailbox", s.hostileMailbox)
+	t.Run("sustained_flood", s.sustainedFlood)
 	t.Run("other_users", s.otherUsers)
 	t.Run("forged_answers", s.forgedAnswers)
 	t.Run("resource_faults", s.resourceFaults)
