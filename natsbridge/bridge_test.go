@@ -371,4 +371,17 @@ func TestAnAnswerLeftByAKilledBrokerIsNotDecidedAgain(t *testing.T) {
 			t.Errorf("%s is left in the inbox", p)
 		}
 	}
+	// The predecessor may have been killed before it logged its decision:
+	// the publication says the answer was an earlier run's, and what it
+	// says was decided. The probe, answered in this run, says neither.
+	published := map[string]logLine{}
+	for _, l := range e.lines(reviewlog.NATSResponsePublished) {
+		published[l["requestId"].(string)] = l
+	}
+	if l := published[req.ID]; l["answeredEarlier"] != true || l["resolution"] != string(wire.StateApproved) {
+		t.Errorf("the kept answer's publication: %v, want answeredEarlier and its resolution", l)
+	}
+	if l := published[probe.ID]; l == nil || l["answeredEarlier"] != nil || l["resolution"] != nil {
+		t.Errorf("the probe's publication: %v, want neither answeredEarlier nor a resolution", l)
+	}
 }

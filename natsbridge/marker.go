@@ -38,6 +38,12 @@ type marker struct {
 	// BridgedAt is when the request file was written, ms since the
 	// epoch.
 	BridgedAt int64 `json:"bridgedAt"`
+
+	// answeredEarlier says that, when this run loaded the marker, the
+	// inbox already held serve's answer to it: an earlier run wrote the
+	// answer and was stopped before it published it, perhaps before it
+	// logged the decision (publishAnswer says so). Not stored.
+	answeredEarlier bool
 }
 
 // encodeMarker is the marker file's content.

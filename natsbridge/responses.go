@@ -76,24 +76,20 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 	if err != nil {
 		return true
 	}
-	data, err := mailbox.ReadFileOf(path, b.Layout.BrokerOwner())
+	data, resp, err := b.boundAnswer(id, m)
+	var unbound *unboundError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		return true
+	case errors.As(err, &unbound):
+		// Not serve's answer to the bytes bridged: serve writes its own
+		// over it (answeredOnDisk), which is delivered as a new file.
+		b.log(reviewlog.ForwardingWarningEntry{Message: "nats bridge: a response that does not answer the bridged request is not published", RequestID: reviewlog.Str(id), ResponsePath: path, Error: unbound.err})
+		b.report(fmt.Errorf("nats bridge: not publishing %s: %w", path, unbound.err))
 		return true
 	case err != nil:
 		b.log(reviewlog.ForwardingWarningEntry{Message: "nats bridge: a response that cannot be read safely is not published", RequestID: reviewlog.Str(id), ResponsePath: path, Error: err})
 		b.report(fmt.Errorf("nats bridge: %s: %w", path, err))
-		return true
-	}
-	resp, _, err := wire.DecodeResponse(data)
-	if err == nil {
-		err = wire.CheckBinding(resp, id, m.RequestSHA256, true)
-	}
-	if err != nil {
-		// Not serve's answer to the bytes bridged: serve writes its own
-		// over it (answeredOnDisk), which is delivered as a new file.
-		b.log(reviewlog.ForwardingWarningEntry{Message: "nats bridge: a response that does not answer the bridged request is not published", RequestID: reviewlog.Str(id), ResponsePath: path, Error: err})
-		b.report(fmt.Errorf("nats bridge: not publishing %s: %w", path, err))
 		return true
 	}
 	if b.beforePublish != nil {
@@ -104,7 +100,14 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 		return false
 	}
 	subject, _ := responseSubjectOf(b.session, m)
-	b.log(reviewlog.NATSResponsePublishedEntry{RequestID: id, Owner: m.Owner, Subject: subject})
+	e := reviewlog.NATSResponsePublishedEntry{RequestID: id, Owner: m.Owner, Subject: subject}
+	if m.answeredEarlier {
+		// serve writes an answer, then logs its decision: an earlier run
+		// stopped between the two left an answer whose decision no log
+		// may hold. The answer's own account of it is logged here.
+		e.AnsweredEarlier = &reviewlog.EarlierAnswer{Resolution: string(resp.State), DenialReason: resp.DenialReason, DecidedBy: resp.DecidedBy}
+	}
+	b.log(e)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		b.report(fmt.Errorf("nats bridge: removing the published %s: %w", path, err))
 	}
@@ -113,6 +116,36 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 	}
 	b.forget(id)
 	return true
+}
+
+// unboundError is a response file under a bridged request's id that is
+// not serve's answer to the bytes bridged (boundAnswer).
+type unboundError struct{ err error }
+
+func (e *unboundError) Error() string { return "not the bridged request's answer: " + e.err.Error() }
+func (e *unboundError) Unwrap() error { return e.err }
+
+// boundAnswer reads the response file of id and returns it if it is
+// serve's answer to the request bytes m bridged. Otherwise the error is
+// fs.ErrNotExist when there is none, an *unboundError when it answers
+// something else, or why it could not be read safely.
+func (b *Bridge) boundAnswer(id string, m *marker) ([]byte, wire.Response, error) {
+	path, err := b.Layout.ResponsePath(b.session, id)
+	if err != nil {
+		return nil, wire.Response{}, err
+	}
+	data, err := mailbox.ReadFileOf(path, b.Layout.BrokerOwner())
+	if err != nil {
+		return nil, wire.Response{}, err
+	}
+	resp, _, err := wire.DecodeResponse(data)
+	if err == nil {
+		err = wire.CheckBinding(resp, id, m.RequestSHA256, true)
+	}
+	if err != nil {
+		return nil, wire.Response{}, &unboundError{err}
+	}
+	return data, resp, nil
 }
 
 // removeAnswered removes the request file of id when it still holds the

@@ -1,5 +1,7 @@
 package reviewlog
 
+import "encoding/json"
+
 // The entries a broker's NATS bridge (package natsbridge) writes about the
 // asks it carries between a JetStream engine and its own file inbox. They
 // are courier's, in pi's forwarded_permission family; the bridged request
@@ -53,12 +55,28 @@ type NATSRequestRefusedEntry struct {
 // response file of a bridged request was published to its response
 // subject and the engine confirmed it kept it; the file is removed after.
 //
-// Keys: owner, requestId, subject.
+// Keys: owner, requestId, subject; with AnsweredEarlier also
+// answeredEarlier (true), decidedBy, denialReason and resolution.
 type NATSResponsePublishedEntry struct {
 	RequestID string
 	Owner     string
 	// Subject is the response subject (courier.resp.S.O.R).
 	Subject string
+	// AnsweredEarlier, when set, says that the answer was written by an
+	// earlier run of the broker, which was stopped before it published
+	// it and perhaps before it logged the decision, and what the answer
+	// says was decided.
+	AnsweredEarlier *EarlierAnswer
+}
+
+// EarlierAnswer is what an answer left by an earlier run says was
+// decided ([NATSResponsePublishedEntry]).
+type EarlierAnswer struct {
+	// Resolution is the response's wire state (approved, denied, …).
+	Resolution string
+	// DenialReason is the response's reason; "" writes null.
+	DenialReason string
+	DecidedBy    json.Marshaler
 }
 
 // NATSRequestWithdrawnEntry ([NATSRequestWithdrawn]) is written when the
@@ -95,8 +113,17 @@ func (e NATSRequestRefusedEntry) appendDetails(d details) {
 }
 
 func (e NATSResponsePublishedEntry) appendDetails(d details) {
+	a := e.AnsweredEarlier
+	if a != nil {
+		d.boolean("answeredEarlier", true)
+		d.decidedBy(a.DecidedBy)
+		d.strOrNull("denialReason", a.DenialReason)
+	}
 	d.str("owner", e.Owner)
 	d.str(KeyRequestID, e.RequestID)
+	if a != nil {
+		d.str(KeyResolution, a.Resolution)
+	}
 	d.str("subject", e.Subject)
 }
 

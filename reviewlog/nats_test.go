@@ -3,6 +3,8 @@ package reviewlog
 import (
 	"bytes"
 	"testing"
+
+	"github.com/seed6639df8c/courier/provenance"
 )
 
 // natsCases are the NATS bridge's entries beside the maps of the same
@@ -18,6 +20,10 @@ func natsCases(f facts) []entryCase {
 			map[string]any{"subject": subject, "reason": reason, "answered": false}},
 		{"nats_published", NATSResponsePublishedEntry{RequestID: id, Owner: owner, Subject: subject},
 			map[string]any{"requestId": id, "owner": owner, "subject": subject}},
+		{"nats_published_earlier", NATSResponsePublishedEntry{RequestID: id, Owner: owner, Subject: subject,
+			AnsweredEarlier: &EarlierAnswer{Resolution: "denied_with_reason", DenialReason: reason, DecidedBy: provenance.Unavailable{Reason: reason}}},
+			map[string]any{"requestId": id, "owner": owner, "subject": subject, "answeredEarlier": true, "resolution": "denied_with_reason",
+				"denialReason": reason, "decidedBy": provenance.Unavailable{Reason: reason}}},
 		{"nats_withdrawn", NATSRequestWithdrawnEntry{RequestID: id, Owner: owner, Subject: subject},
 			map[string]any{"requestId": id, "owner": owner, "subject": subject}},
 	}
