@@ -345,6 +345,12 @@ func (w *responseWatch) published() (twice []string, repeats int) {
 
 // reviewEvents counts, per event, the entries per request id across the
 // review logs.
+// answeredEarlier suffixes the event of an entry that says its answer
+// was written by an earlier run of the broker (a NATS publication of an
+// answer a killed broker left): reviewEvents counts such an entry under
+// its event and again under the suffixed one.
+const answeredEarlier = "+answeredEarlier"
+
 func reviewEvents(t *testing.T, logs ...string) map[string]map[string]int {
 	t.Helper()
 	counts := map[string]map[string]int{}
@@ -358,16 +364,23 @@ func reviewEvents(t *testing.T, logs ...string) map[string]map[string]int {
 		}
 		for _, line := range strings.Split(string(data), "\n") {
 			var e struct {
-				Event     string `json:"event"`
-				RequestID string `json:"requestId"`
+				Event           string `json:"event"`
+				RequestID       string `json:"requestId"`
+				AnsweredEarlier bool   `json:"answeredEarlier"`
 			}
 			if json.Unmarshal([]byte(line), &e) != nil {
 				continue // a SIGKILL can cut the last line
 			}
-			if counts[e.Event] == nil {
-				counts[e.Event] = map[string]int{}
+			events := []string{e.Event}
+			if e.AnsweredEarlier {
+				events = append(events, e.Event+answeredEarlier)
 			}
-			counts[e.Event][e.RequestID]++
+			for _, event := range events {
+				if counts[event] == nil {
+					counts[event] = map[string]int{}
+				}
+				counts[event][e.RequestID]++
+			}
 		}
 	}
 	return counts
