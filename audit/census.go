@@ -16,6 +16,11 @@
 //	permission_request.infrastructure_auto_allowed  forwarded_permission.response_timed_out
 //	permission_request.gate_error               forwarded_permission.no_serving_session
 //
+// and forwarded_permission.nats_response_published when it says
+// answeredEarlier: a broker killed after it wrote an answer and before it
+// logged the decision leaves none, and the next broker's NATS bridge,
+// publishing that answer, logs what it says was decided.
+//
 // Everything else (waiting, prompted, request_created, session_recorded,
 // serving_*, relay_*, chain and link events, warnings and errors) describes
 // an ask on its way and is read but not counted.
@@ -383,6 +388,13 @@ func (c *counter) line(file string, n int, line []byte) {
 		c.shadowEntry(event, m)
 	}
 	implied, terminal := terminalEvents[event]
+	if !terminal && event == reviewlog.NATSResponsePublished {
+		// The publication of an answer an earlier run left: that run
+		// may have been killed before it logged the decision, which the
+		// entry then carries (joined by requestId, so not counted twice).
+		var earlier bool
+		terminal = json.Unmarshal(m["answeredEarlier"], &earlier) == nil && earlier
+	}
 	if !terminal {
 		return
 	}

@@ -248,6 +248,17 @@ func TestCensusJoinAndOutcome(t *testing.T) {
 			total: Counts{3, 2, 1},
 		},
 		{
+			name: "an earlier run's answer, published over NATS, is the decision no line logged, and is not counted twice",
+			lines: []string{
+				line(reviewlog.NATSResponsePublished, "requestId", "r1", "answeredEarlier", true, "resolution", "denied_with_reason", "decidedBy", rule),
+				line(reviewlog.ForwardedAutoApproved, "requestId", "r2", "decidedBy", rule),
+				line(reviewlog.NATSResponsePublished, "requestId", "r2", "answeredEarlier", true, "resolution", "approved", "decidedBy", rule),
+				line(reviewlog.NATSResponsePublished, "requestId", "r3"),
+			},
+			want:  []cell{{"rule", "", Counts{2, 1, 1}}},
+			total: Counts{2, 1, 1},
+		},
+		{
 			name: "non-terminal lines are read, not counted",
 			lines: []string{
 				line(reviewlog.RequestWaiting, "requestId", "r1", "decidedBy", user),
