@@ -131,10 +131,11 @@ type Broker struct {
 	// fair holds the work left on each request after it was read, in
 	// turn across requesters (fair.go).
 	fair *fairQueue
-	// aheadBytes and aheadJobs, when positive, replace the bounds on
-	// reading a flood ahead (maxAheadBytes, maxQueuedJobs): a test
+	// aheadBytes, aheadJobs and aheadAgain, when positive, replace the
+	// bounds on reading a flood ahead (maxAheadBytes, maxQueuedJobs,
+	// maxAgainLater): a test
 	// reaches them with a few hundred files, not tens of thousands.
-	aheadBytes, aheadJobs int
+	aheadBytes, aheadJobs, aheadAgain int
 	// answeredMax bounds the answered ids remembered: maxAnswered, less
 	// in tests that pass it.
 	answeredMax int
@@ -230,6 +231,9 @@ func (b *Broker) prepare() {
 	}
 	if b.aheadJobs > 0 {
 		b.fair.jobsMax = b.aheadJobs
+	}
+	if b.aheadAgain > 0 {
+		b.fair.againMax = b.aheadAgain
 	}
 	if b.answeredMax <= 0 {
 		b.answeredMax = maxAnswered

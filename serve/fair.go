@@ -57,11 +57,19 @@ const (
 // before it collects: 32 files of a megabyte read ahead were half the
 // heap's peak with 3,000 such asks held (0014's second amendment). A
 // large file not read ahead is decided at once, as without a flood.
+//
+// Past those bounds a flooding requester's files still wait for its turn,
+// by name only, at most maxAgainLater of them (readAgainLater): each is
+// read again in its turn. Reading then keeps up with a flood far longer
+// than what it read could be kept, and a legitimate request behind a
+// backlog of hundreds of thousands is read, and answered, before them
+// (0036).
 const (
 	heavyJobs     = 16
 	maxAheadBytes = 32 << 20
 	maxAheadLarge = 4 << 20
 	maxQueuedJobs = 1 << 16
+	maxAgainLater = 1 << 18
 )
 
 // lightScan is how many requesters, from the one whose turn it is,
@@ -96,16 +104,20 @@ type fairQueue struct {
 	// when a request file was last read (crowded).
 	queued, running int
 	read            time.Time
-	// peak is the most jobs that ever waited at once (the tests look).
+	// peak is the most jobs that ever waited at once, not counting the
+	// files waiting by name (the tests look).
 	peak int
 	// heavy is how many requesters have heavyJobs jobs or more waiting,
 	// ahead the bytes kept by files read ahead of their turn, and
 	// aheadLarge those of files of largeRead bytes or more.
 	heavy, ahead, aheadLarge int
-	// aheadMax, aheadLargeMax and jobsMax are the bounds on reading
-	// ahead: maxAheadBytes, maxAheadLarge and maxQueuedJobs, smaller in
-	// tests that reach them.
-	aheadMax, aheadLargeMax, jobsMax int
+	// again is how many of the jobs waiting are files waiting by name,
+	// to be read again in their turn (readAgainLater).
+	again int
+	// aheadMax, aheadLargeMax, jobsMax and againMax are the bounds on
+	// reading ahead: maxAheadBytes, maxAheadLarge, maxQueuedJobs and
+	// maxAgainLater, smaller in tests that reach them.
+	aheadMax, aheadLargeMax, jobsMax, againMax int
 }
 
 // requester is one requesting session's place in the queue.
@@ -122,7 +134,7 @@ type requester struct {
 }
 
 func newFairQueue() *fairQueue {
-	return &fairQueue{byKey: make(map[string]*requester), kick: make(chan struct{}, 1), aheadMax: maxAheadBytes, aheadLargeMax: maxAheadLarge, jobsMax: maxQueuedJobs}
+	return &fairQueue{byKey: make(map[string]*requester), kick: make(chan struct{}, 1), aheadMax: maxAheadBytes, aheadLargeMax: maxAheadLarge, jobsMax: maxQueuedJobs, againMax: maxAgainLater}
 }
 
 // requesterKey is whose turn a request's work takes: its requesting
@@ -162,15 +174,18 @@ func (q *fairQueue) push(key string, j job) {
 }
 
 // pushRead queues j, the job of a request file just read, as key's next
-// job, unless jobsMax jobs wait already: then it reports false, and the
-// reader does j at once. Reading then goes no faster than answering, and
-// what waits stays bounded however long a flood lasts (0036): each job
-// queued keeps a request's answer, up to a few KiB with the collector's
-// slack, and a flood that outpaced the workers for 20 s had 200,000 of
-// them and the broker half a gigabyte.
+// job, unless jobsMax jobs wait already, not counting the files waiting
+// by name: then it reports false, and the reader does j at once. What
+// waits stays bounded however long a flood lasts (0036): each job queued
+// keeps a request's answer, up to a few KiB with the collector's slack,
+// and a flood that outpaced the workers for 20 s had 200,000 of them and
+// the broker half a gigabyte. A flooding requester's files past the
+// bounds wait by name (readAgainLater), so what comes here past jobsMax
+// is the others' (a flood that claims a new requester for every request)
+// or a flood past maxAgainLater too.
 func (q *fairQueue) pushRead(key string, j job) bool {
 	q.mu.Lock()
-	if q.queued >= q.jobsMax {
+	if q.queued-q.again >= q.jobsMax {
 		q.mu.Unlock()
 		return false
 	}
@@ -188,7 +203,7 @@ func (q *fairQueue) pushLocked(key string, j job) {
 		q.heavy++
 	}
 	q.queued++
-	q.peak = max(q.peak, q.queued)
+	q.peak = max(q.peak, q.queued-q.again)
 	if !r.inTurn {
 		r.inTurn = true
 		q.turn = append(q.turn, r)
@@ -302,7 +317,7 @@ func (q *fairQueue) readAhead(key string, n int) bool {
 	defer q.mu.Unlock()
 	r := q.byKey[key]
 	large := n >= largeRead
-	if r == nil || len(r.jobs) < heavyJobs || q.ahead+n > q.aheadMax || q.queued >= q.jobsMax ||
+	if r == nil || len(r.jobs) < heavyJobs || q.ahead+n > q.aheadMax || q.queued-q.again >= q.jobsMax ||
 		large && q.aheadLarge+n > q.aheadLargeMax {
 		return false
 	}
@@ -311,6 +326,28 @@ func (q *fairQueue) readAhead(key string, n int) bool {
 		q.aheadLarge += n
 	}
 	return true
+}
+
+// readAgainLater reports whether the next file of key, which readAhead
+// did not keep, is to wait for key's turn by name, to be read again then
+// (0036): key is flooding and fewer than againMax files wait so. It then
+// counts until againDone.
+func (q *fairQueue) readAgainLater(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := q.byKey[key]
+	if r == nil || len(r.jobs) < heavyJobs || q.again >= q.againMax {
+		return false
+	}
+	q.again++
+	return true
+}
+
+// againDone says a file that waited by name had its turn.
+func (q *fairQueue) againDone() {
+	q.mu.Lock()
+	q.again--
+	q.mu.Unlock()
 }
 
 // aheadDone says n bytes read ahead are no longer kept.
@@ -325,14 +362,15 @@ func (q *fairQueue) aheadDone(n int) {
 
 // readAll says a worker reads every name waiting before it does a job
 // (takeLight's aside): a flood crowds the queue, and what waits leaves
-// room for more to be read ahead. Past maxQueuedJobs or maxAheadBytes a
+// room for more to be read ahead, kept or by name. Past those bounds a
 // worker does a job after intakeBurst reads, as without a flood, and
-// reads no file ahead: what waits unread costs no memory. (Past
+// keeps no file ahead: what waits unread costs no memory. (Past
 // maxQueuedJobs its reads queue nothing either: pushRead.)
 func (q *fairQueue) readAll() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.heavy > 0 && q.crowded() && q.queued < q.jobsMax && q.ahead < q.aheadMax
+	return q.heavy > 0 && q.crowded() &&
+		(q.queued-q.again < q.jobsMax && q.ahead < q.aheadMax || q.again < q.againMax)
 }
 
 // crowded says the workers are behind a flood: more than crowdedJobs

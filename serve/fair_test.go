@@ -198,3 +198,36 @@ func TestFairQueueReadsLargeFilesAheadWithinTheirBound(t *testing.T) {
 		t.Errorf("ahead %d, of which large %d, once all are given back; want 0", q.ahead, q.aheadLarge)
 	}
 }
+
+// Past the bounds on what is kept ahead, a flooding requester's files
+// wait by name, up to againMax of them; those do not count toward
+// jobsMax, past which a file read is answered by its reader (pushRead).
+func TestFairQueueWaitsByNameWithinItsBound(t *testing.T) {
+	q := newFairQueue()
+	q.againMax, q.jobsMax = 2, heavyJobs+1
+	for range heavyJobs {
+		q.push("f", func() {})
+	}
+	if q.readAgainLater("l") {
+		t.Fatal("a requester that does not flood waits by name")
+	}
+	for i := range 2 {
+		if !q.readAgainLater("f") {
+			t.Fatalf("file %d of the flood did not wait by name within the bound", i)
+		}
+		q.push("f", func() {})
+	}
+	if q.readAgainLater("f") {
+		t.Fatal("a file waited by name past againMax")
+	}
+	if !q.pushRead("l", func() {}) {
+		t.Fatal("the files waiting by name counted toward jobsMax")
+	}
+	if q.pushRead("l", func() {}) {
+		t.Fatal("a job queued past jobsMax")
+	}
+	q.againDone()
+	if !q.readAgainLater("f") {
+		t.Fatal("a file that had its turn left no room for another")
+	}
+}

@@ -42,13 +42,17 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 		// more is how many flood requests a writer adds while the
 		// broker reads the backlog.
 		more int
+		// again bounds the flood's files waiting by name (0036); 0 is
+		// the default, far above the backlog.
+		again int
 	}{
-		{"rule ask, one worker", 1, "git status --short", false, 0},
-		{"rule ask, four workers", 4, "git status --short", false, 0},
-		{"held ask answered at the terminal, one worker", 1, "make deploy", false, 0},
-		{"held ask answered at the terminal, four workers", 4, "make deploy", false, 0},
-		{"rule ask, the flood withdrawn while its turns wait", 1, "git status --short", true, 0},
-		{"rule ask, the flood still writing", 2, "git status --short", false, 1500},
+		{"rule ask, one worker", 1, "git status --short", false, 0, 0},
+		{"rule ask, four workers", 4, "git status --short", false, 0, 0},
+		{"held ask answered at the terminal, one worker", 1, "make deploy", false, 0, 0},
+		{"held ask answered at the terminal, four workers", 4, "make deploy", false, 0, 0},
+		{"rule ask, the flood withdrawn while its turns wait", 1, "git status --short", true, 0, 0},
+		{"rule ask, the flood still writing", 2, "git status --short", false, 1500, 0},
+		{"rule ask, past every bound, files waiting by name included", 2, "git status --short", false, 0, 300},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +73,7 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 				b.MaxPendingPerRequester = heldMax
 				// About 100 flood files of bytes, 200 jobs: reached
 				// within the first few hundred files of the backlog.
-				b.aheadBytes, b.aheadJobs = 64<<10, 200
+				b.aheadBytes, b.aheadJobs, b.aheadAgain = 64<<10, 200, tt.again
 			})
 			// The flood's first ask held: the broker runs, and its
 			// fair queue is made (prepare) before this goroutine looks.
@@ -124,11 +128,20 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 				term.answer(t, legit.ID, decision.Allow(provenance.User{Via: provenance.ViaDialog}), 1)
 			}
 			resp := waitResponse(t, layout, legit, start.Add(deadline))
+			floodLeft := countInbox(t, layout)
 			answered.Store(true)
 			writer.Wait()
 			t.Logf("the other requester's ask was answered after %s (bounds reached: %v)", time.Since(start).Round(time.Millisecond), bounds.reached())
 			if !resp.Approved {
 				t.Errorf("the other requester's ask: %+v, want allowed", resp)
+			}
+			// Past the bounds on what is kept ahead the flood's files
+			// wait by name: reading goes on, and the other's ask is
+			// answered before most of the flood (before 0036 kept them
+			// by name, at most the jobs bound of the flood was left by
+			// then: the reader answered the rest as it read them).
+			if tt.again == 0 && !tt.withdraw && floodLeft < backlog/2 {
+				t.Errorf("%d of the flood's %d requests left when the other's ask was answered: the flood was answered first", floodLeft, backlog)
 			}
 
 			// The flood: heldMax asks held, the rest answered, none
@@ -147,14 +160,15 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 			peak := q.peak
 			q.mu.Unlock()
 			// Past the bound a reader answers what it read at once; only
-			// the conclusions of the asks admitted are queued beyond it.
+			// the conclusions of the asks admitted are queued beyond it,
+			// and the files waiting by name, which peak does not count.
 			if most := q.jobsMax + 2*heldMax; peak > most {
 				t.Errorf("%d jobs waited at once, want at most %d: what waits grows with the flood", peak, most)
 			}
 			pollUntil(t, start.Add(2*deadline), "no job queued, no byte kept ahead", func() bool {
 				q.mu.Lock()
 				defer q.mu.Unlock()
-				return q.queued == 0 && q.running == 0 && q.ahead == 0 && q.heavy == 0
+				return q.queued == 0 && q.running == 0 && q.ahead == 0 && q.heavy == 0 && q.again == 0
 			})
 			f.stop()
 		})
@@ -247,6 +261,23 @@ func waitResponse(t *testing.T, layout mailbox.Layout, req wire.Request, by time
 		return true
 	})
 	return resp
+}
+
+// countInbox is how many request files the inbox holds.
+func countInbox(t *testing.T, layout mailbox.Layout) int {
+	t.Helper()
+	dir, _ := layout.RequestsDir("parent")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if mailbox.IsMailName(e.Name()) {
+			n++
+		}
+	}
+	return n
 }
 
 // waitInbox waits until by for the inbox to hold n request files.

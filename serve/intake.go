@@ -92,11 +92,39 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 		return o, "", nil
 	}
 	if key, ok := wire.PeekRequester(data); ok && key != "" {
-		if key = f.scope(key); b.fair.readAhead(key, len(data)) {
+		key = f.scope(key)
+		if b.fair.readAhead(key, len(data)) {
 			return queued, key, b.intakeLater(ctx, name, id, data, f)
+		}
+		if b.fair.readAgainLater(key) {
+			releaseRead(data)
+			b.fair.push(key, b.intakeAgain(ctx, name))
+			return queued, "", nil
 		}
 	}
 	return b.intakeRead(ctx, name, id, data, f)
+}
+
+// intakeAgain is the job of a file of a flooding requester read past the
+// bounds on what is kept ahead (readAgainLater): only its name waited,
+// and in the requester's turn the file is read again and taken in as
+// read would have (0036). What is there then is what is decided: the
+// file may be gone (its child gave up) or another since.
+func (b *Broker) intakeAgain(ctx context.Context, name string) job {
+	return func() {
+		defer b.fair.againDone()
+		id, data, f, o := b.readRequest(name)
+		if data == nil {
+			b.release(name, o)
+			return
+		}
+		o, _, j := b.intakeRead(ctx, name, id, data, f) // data is consumed
+		if j == nil {
+			b.release(name, o)
+			return
+		}
+		j()
+	}
 }
 
 // intakeLater is the job of a file read ahead: intake in the requester's
