@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/mailbox"
@@ -58,5 +59,33 @@ func TestAnsweredIDsAreBoundedAndNeverAnsweredTwice(t *testing.T) {
 	}
 	if resp := collect(t, layout, first, data[0]); !resp.Approved {
 		t.Errorf("the first answer: %+v", resp)
+	}
+}
+
+// An id forgotten early keeps requests looked for on disk until its
+// answer, which housekeeping removes after the forwarding timeout, is
+// surely gone: a request reusing the id in between finds this run's own
+// answer there, which is no plant (answeredOver).
+func TestForgottenIDsAreLookedForOnDiskUntilTheirAnswersAreSwept(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	b := &Broker{ForwardingTimeout: time.Minute, SweepInterval: time.Second, Now: func() time.Time { return now }}
+	if b.forgotRecently() {
+		t.Fatal("nothing was forgotten, yet requests are looked for on disk")
+	}
+	b.forgotAnswered.Store(start.UnixNano())
+	for _, tt := range []struct {
+		after time.Duration
+		want  bool
+	}{
+		{0, true},
+		{time.Minute + time.Second, true}, // the answer may wait for housekeeping
+		{time.Minute + 2*housekeepingEvery*time.Second - time.Millisecond, true},
+		{time.Minute + 2*housekeepingEvery*time.Second, false},
+	} {
+		now = start.Add(tt.after)
+		if got := b.forgotRecently(); got != tt.want {
+			t.Errorf("%s after an id was forgotten: looked for on disk %v, want %v", tt.after, got, tt.want)
+		}
 	}
 }

@@ -72,12 +72,23 @@ func (b *Broker) mayBeAnsweredOnDisk(id string) bool {
 }
 
 // forgotRecently says whether an answered id was forgotten before its
-// time (answeredMax) within the last forwarding timeout: a request
-// delivered again may then have been answered by this run without its id
-// being remembered, and only its answer on disk tells.
+// time (answeredMax) within the last forwarding timeout, and two
+// housekeeping intervals more: a request delivered again may then have
+// been answered by this run without its id being remembered, and only its
+// answer on disk tells. The answers themselves outlive the forwarding
+// timeout until the housekeeping after it removes them; until then one
+// found when this run answers the id again is this run's own, not a
+// plant (answeredOver).
 func (b *Broker) forgotRecently() bool {
 	at := b.forgotAnswered.Load()
-	return at != 0 && b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()
+	if at == 0 {
+		return false
+	}
+	sweep := b.SweepInterval
+	if sweep <= 0 {
+		sweep = DefaultSweepInterval
+	}
+	return b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()+2*housekeepingEvery*sweep
 }
 
 // answeredThisRun says whether this run answered id before (its answer,
