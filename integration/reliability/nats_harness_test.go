@@ -343,14 +343,14 @@ func (w *responseWatch) published() (twice []string, repeats int) {
 	return twice, repeats
 }
 
-// reviewEvents counts, per event, the entries per request id across the
-// review logs.
 // answeredEarlier suffixes the event of an entry that says its answer
 // was written by an earlier run of the broker (a NATS publication of an
 // answer a killed broker left): reviewEvents counts such an entry under
 // its event and again under the suffixed one.
 const answeredEarlier = "+answeredEarlier"
 
+// reviewEvents counts, per event, the entries per request id across the
+// review logs.
 func reviewEvents(t *testing.T, logs ...string) map[string]map[string]int {
 	t.Helper()
 	counts := map[string]map[string]int{}
