@@ -47,23 +47,24 @@ const (
 // (light) are done before any more reading. Ahead-read files keep their
 // bytes until their turn, at most maxAheadBytes in all, of which files of
 // largeRead bytes or more at most maxAheadLarge, and no file is read
-// ahead while maxQueuedJobs wait: past those, reading and jobs take turns
-// as without a flood (readAll), and past maxQueuedJobs a file read is
-// answered by its reader at once, never queued (pushRead).
+// ahead while maxQueuedJobs wait (the files waiting by name, below, not
+// counted): past that, reading and jobs take turns as without a flood
+// (readAll), and a file read is answered by its reader at once, never
+// queued (pushRead).
 //
 // maxAheadLarge is small: a flood of small files is what reading ahead
 // keeps up with (its bytes are about what its jobs cost anyway), while
 // every megabyte kept is live heap, which the collector's pacing doubles
 // before it collects: 32 files of a megabyte read ahead were half the
-// heap's peak with 3,000 such asks held (0014's second amendment). A
-// large file not read ahead is decided at once, as without a flood.
+// heap's peak with 3,000 such asks held (0014's second amendment).
 //
-// Past those bounds a flooding requester's files still wait for its turn,
-// by name only, at most maxAgainLater of them (readAgainLater): each is
-// read again in its turn. Reading then keeps up with a flood far longer
-// than what it read could be kept, and a legitimate request behind a
-// backlog of hundreds of thousands is read, and answered, before them
-// (0036).
+// Past the bounds on bytes a flooding requester's files, large ones
+// included, still wait for its turn, by name only, at most maxAgainLater
+// of them (readAgainLater): each is read again in its turn (an ask a
+// third time, for the chain or the terminal: reread). Reading then keeps
+// up with a flood far longer than what it read could be kept, and a
+// legitimate request behind a backlog of hundreds of thousands is read,
+// and answered, before them (0036).
 const (
 	heavyJobs     = 16
 	maxAheadBytes = 32 << 20
@@ -111,8 +112,9 @@ type fairQueue struct {
 	// ahead the bytes kept by files read ahead of their turn, and
 	// aheadLarge those of files of largeRead bytes or more.
 	heavy, ahead, aheadLarge int
-	// again is how many of the jobs waiting are files waiting by name,
-	// to be read again in their turn (readAgainLater).
+	// again is how many files wait by name, to be read again in their
+	// turn: from readAgainLater until their job ends (againDone), so
+	// while it runs too.
 	again int
 	// aheadMax, aheadLargeMax, jobsMax and againMax are the bounds on
 	// reading ahead: maxAheadBytes, maxAheadLarge, maxQueuedJobs and
@@ -362,15 +364,14 @@ func (q *fairQueue) aheadDone(n int) {
 
 // readAll says a worker reads every name waiting before it does a job
 // (takeLight's aside): a flood crowds the queue, and what waits leaves
-// room for more to be read ahead, kept or by name. Past those bounds a
-// worker does a job after intakeBurst reads, as without a flood, and
-// keeps no file ahead: what waits unread costs no memory. (Past
-// maxQueuedJobs its reads queue nothing either: pushRead.)
+// room for more to be read ahead. Past maxQueuedJobs (the files waiting
+// by name not counted) or maxAheadBytes a worker does a job after
+// intakeBurst reads, as without a flood; its reads queue nothing
+// (pushRead), though a flood's files may still wait by name.
 func (q *fairQueue) readAll() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.heavy > 0 && q.crowded() &&
-		(q.queued-q.again < q.jobsMax && q.ahead < q.aheadMax || q.again < q.againMax)
+	return q.heavy > 0 && q.crowded() && q.queued-q.again < q.jobsMax && q.ahead < q.aheadMax
 }
 
 // crowded says the workers are behind a flood: more than crowdedJobs

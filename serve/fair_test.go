@@ -204,11 +204,12 @@ func TestFairQueueReadsLargeFilesAheadWithinTheirBound(t *testing.T) {
 // jobsMax, past which a file read is answered by its reader (pushRead).
 func TestFairQueueWaitsByNameWithinItsBound(t *testing.T) {
 	q := newFairQueue()
-	q.againMax, q.jobsMax = 2, heavyJobs+1
+	q.againMax, q.jobsMax = 2, heavyJobs+2
 	for range heavyJobs {
 		q.push("f", func() {})
 	}
-	if q.readAgainLater("l") {
+	q.push("l", func() {})
+	if q.readAgainLater("l") || q.readAgainLater("nobody") {
 		t.Fatal("a requester that does not flood waits by name")
 	}
 	for i := range 2 {
@@ -220,10 +221,10 @@ func TestFairQueueWaitsByNameWithinItsBound(t *testing.T) {
 	if q.readAgainLater("f") {
 		t.Fatal("a file waited by name past againMax")
 	}
-	if !q.pushRead("l", func() {}) {
+	if !q.pushRead("m", func() {}) {
 		t.Fatal("the files waiting by name counted toward jobsMax")
 	}
-	if q.pushRead("l", func() {}) {
+	if q.pushRead("m", func() {}) {
 		t.Fatal("a job queued past jobsMax")
 	}
 	q.againDone()
