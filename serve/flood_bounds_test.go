@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,7 +129,7 @@ func TestFloodPastTheReadAheadBoundsStallsNobody(t *testing.T) {
 				term.answer(t, legit.ID, decision.Allow(provenance.User{Via: provenance.ViaDialog}), 1)
 			}
 			resp := waitResponse(t, layout, legit, start.Add(deadline))
-			floodLeft := countInbox(t, layout)
+			floodLeft := countInbox(t, layout, "flood-")
 			answered.Store(true)
 			writer.Wait()
 			t.Logf("the other requester's ask was answered after %s (bounds reached: %v)", time.Since(start).Round(time.Millisecond), bounds.reached())
@@ -198,7 +199,7 @@ func watchBounds(t *testing.T, b *Broker) *boundsWatch {
 			}
 			q := b.fair
 			q.mu.Lock()
-			hit := q.queued >= q.jobsMax || q.ahead+1024 > q.aheadMax
+			hit := q.queued-q.again >= q.jobsMax || q.ahead+1024 > q.aheadMax
 			q.mu.Unlock()
 			if hit {
 				close(w.hit)
@@ -263,8 +264,9 @@ func waitResponse(t *testing.T, layout mailbox.Layout, req wire.Request, by time
 	return resp
 }
 
-// countInbox is how many request files the inbox holds.
-func countInbox(t *testing.T, layout mailbox.Layout) int {
+// countInbox is how many request files whose names start with prefix
+// the inbox holds.
+func countInbox(t *testing.T, layout mailbox.Layout, prefix string) int {
 	t.Helper()
 	dir, _ := layout.RequestsDir("parent")
 	entries, err := os.ReadDir(dir)
@@ -273,7 +275,7 @@ func countInbox(t *testing.T, layout mailbox.Layout) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if mailbox.IsMailName(e.Name()) {
+		if mailbox.IsMailName(e.Name()) && strings.HasPrefix(e.Name(), prefix) {
 			n++
 		}
 	}
@@ -309,4 +311,51 @@ func pollUntil(t *testing.T, by time.Time, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A flood's file waiting by name whose child gave up (the file gone at
+// its turn) is handed back to the watcher: a request written later
+// under the same name is delivered and answered. Without the release the
+// watcher kept the name as in flight for the broker's life, and the later
+// request was never answered.
+func TestAFileGoneWhileItWaitedByNameFreesItsName(t *testing.T) {
+	const (
+		backlog  = 600
+		deadline = 20 * time.Second
+	)
+	layout := mailbox.Layout{Root: t.TempDir()}
+	for i := range backlog {
+		dropFrom(t, layout, fmt.Sprintf("flood-%05d", i), "flooder", "make deploy")
+	}
+	term := newQueueTerminal()
+	start := time.Now()
+	f := newFixtureWith(t, layout, term, func(b *Broker) {
+		b.MaxPendingPerRequester = 4
+		b.aheadBytes, b.aheadJobs = 8<<10, 200
+	})
+	select {
+	case <-term.asked:
+	case <-time.After(deadline):
+		t.Fatal("no flood ask reached the terminal")
+	}
+	q := f.broker.fair
+	pollUntil(t, start.Add(deadline), "most of the flood waiting by name", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.again >= backlog*5/6
+	})
+	dir, _ := layout.RequestsDir("parent")
+	for i := range backlog {
+		os.Remove(fmt.Sprintf("%s/flood-%05d.json", dir, i))
+	}
+	pollUntil(t, start.Add(deadline), "no file waiting by name", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.again == 0
+	})
+	// The last of the flood surely waited by name when it was removed.
+	// The held asks' files went too, so it is admitted and reaches the
+	// terminal: it was delivered.
+	again := dropFrom(t, layout, fmt.Sprintf("flood-%05d", backlog-1), "flooder", "make deploy")
+	waitHeld(t, term, again.ID, start.Add(2*deadline))
 }
