@@ -93,7 +93,7 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 	}
 	if key, ok := wire.PeekRequester(data); ok && key != "" {
 		key = f.scope(key)
-		if b.fair.readAhead(key, len(data)) {
+		if b.fair.readAhead(key, keptBytes(data)) {
 			return queued, key, b.intakeLater(ctx, name, id, data, f)
 		}
 		if b.fair.readAgainLater(key) {
@@ -136,7 +136,7 @@ func (b *Broker) intakeAgain(ctx context.Context, name string) job {
 // differ), whose bound its ask then counts in.
 func (b *Broker) intakeLater(ctx context.Context, name, id string, data []byte, f from) job {
 	return func() {
-		n := len(data)
+		n := keptBytes(data)
 		o, _, j := b.intakeRead(ctx, name, id, data, f) // data is consumed
 		b.fair.aheadDone(n)
 		if j == nil {

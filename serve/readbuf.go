@@ -44,3 +44,14 @@ func releaseRead(data []byte) {
 		readBuffers.Put((*[readBufCap]byte)(data[:readBufCap]))
 	}
 }
+
+// keptBytes is what keeping data costs until it is released: a reused
+// buffer's whole capacity, else its length. The bounds on reading ahead
+// count this, not the file's size: a file of 64 KiB keeps a buffer of a
+// megabyte, and 4 MiB of such files counted by size kept 64 MiB.
+func keptBytes(data []byte) int {
+	if cap(data) == readBufCap {
+		return readBufCap
+	}
+	return len(data)
+}
