@@ -165,7 +165,13 @@ func TestBadJournalOnReloadKeepsTheGrants(t *testing.T) {
 	reports := make(chan string, 64)
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, term, reportsTo(reports))
 	wholeSession(t, f, term)
-	if err := os.WriteFile(f.journal.Path(), []byte(`{"version":2,"side":"broker","session":"parent","grants":[{"surface":"bash","pattern":"*"}]}`), 0o600); err != nil {
+	// Replaced whole (renamed over it): written in place, a reload could
+	// read it empty, half way, and report that instead.
+	tmp := f.journal.Path() + ".tmp"
+	if err := os.WriteFile(tmp, []byte(`{"version":2,"side":"broker","session":"parent","grants":[{"surface":"bash","pattern":"*"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f.journal.Path()); err != nil {
 		t.Fatal(err)
 	}
 	r := waitReport(t, reports, "grant journal")
