@@ -205,7 +205,7 @@ func (b *Bridge) prepare(ctx context.Context) (jetstream.Consumer, *nats.Subscri
 	b.byID, b.owned, b.absent, b.gone = map[string]*marker{}, map[string]int{}, map[string]int{}, map[string]map[string]time.Time{}
 	b.freed = make(chan struct{}, 1)
 	for _, m := range b.marks.load(b.report) {
-		_, _, err := b.boundAnswer(m.RequestID, &m)
+		_, _, err := b.boundAnswer(&m)
 		m.answeredEarlier = err == nil
 		b.mark(&m)
 	}

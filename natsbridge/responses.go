@@ -76,7 +76,7 @@ func (b *Bridge) publishAnswer(ctx context.Context, id string) bool {
 	if err != nil {
 		return true
 	}
-	data, resp, err := b.boundAnswer(id, m)
+	data, resp, err := b.boundAnswer(m)
 	var unbound *unboundError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -125,11 +125,12 @@ type unboundError struct{ err error }
 func (e *unboundError) Error() string { return "not the bridged request's answer: " + e.err.Error() }
 func (e *unboundError) Unwrap() error { return e.err }
 
-// boundAnswer reads the response file of id and returns it if it is
-// serve's answer to the request bytes m bridged. Otherwise the error is
-// fs.ErrNotExist when there is none, an *unboundError when it answers
-// something else, or why it could not be read safely.
-func (b *Bridge) boundAnswer(id string, m *marker) ([]byte, wire.Response, error) {
+// boundAnswer reads the response file of m's request and returns it if
+// it is serve's answer to the request bytes m bridged. Otherwise the
+// error is fs.ErrNotExist when there is none, an *unboundError when it
+// answers something else, or why it could not be read safely.
+func (b *Bridge) boundAnswer(m *marker) ([]byte, wire.Response, error) {
+	id := m.RequestID
 	path, err := b.Layout.ResponsePath(b.session, id)
 	if err != nil {
 		return nil, wire.Response{}, err

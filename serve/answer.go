@@ -37,14 +37,19 @@ const maxAnswered = 1 << 16
 // request delivered again is known answered only by its answer on disk
 // (mayBeAnsweredOnDisk), as after a restart. b.mu is held.
 func (b *Broker) forgetOldestAnswered(now time.Time) {
-	a := b.answeredOrder[0]
+	b.forgetAnswered(b.answeredOrder[0])
 	b.answeredOrder[0] = answeredAt{}
 	b.answeredOrder = b.answeredOrder[1:]
+	b.forgotAnswered.Store(now.UnixNano())
+}
+
+// forgetAnswered forgets a, one entry of answeredOrder, unless its id was
+// answered again since (a later entry is its). b.mu is held.
+func (b *Broker) forgetAnswered(a answeredAt) {
 	if b.answered[a.id].Equal(a.at) {
 		delete(b.answered, a.id)
 		delete(b.answeredDigest, a.id)
 	}
-	b.forgotAnswered.Store(now.UnixNano())
 }
 
 // answeredAt is one entry of Broker.answeredOrder.

@@ -190,6 +190,14 @@ func (b *Broker) log(e reviewlog.Entry) {
 	}
 }
 
+// sweepInterval is SweepInterval, or its default.
+func (b *Broker) sweepInterval() time.Duration {
+	if b.SweepInterval <= 0 {
+		return DefaultSweepInterval
+	}
+	return b.SweepInterval
+}
+
 func (b *Broker) forwardingTimeout() time.Duration {
 	if b.ForwardingTimeout > 0 {
 		return b.ForwardingTimeout
@@ -308,11 +316,7 @@ func (b *Broker) Run(ctx context.Context) error {
 
 	// One timer for the heartbeat, the sweeps and housekeeping: an idle
 	// broker wakes once per tick, not once for each.
-	sweepInterval := b.SweepInterval
-	if sweepInterval <= 0 {
-		sweepInterval = DefaultSweepInterval
-	}
-	beat := newBeat(time.Now(), sweepInterval, mailbox.HeartbeatInterval)
+	beat := newBeat(time.Now(), b.sweepInterval(), mailbox.HeartbeatInterval)
 	ticker := time.NewTicker(beat.tick)
 	defer ticker.Stop()
 	stopping, stopped := ctx.Done(), chan struct{}(nil)

@@ -187,7 +187,7 @@ func (q *fairQueue) push(key string, j job) {
 // or a flood past maxAgainLater too.
 func (q *fairQueue) pushRead(key string, j job) bool {
 	q.mu.Lock()
-	if q.queued-q.again >= q.jobsMax {
+	if q.jobsKept() >= q.jobsMax {
 		q.mu.Unlock()
 		return false
 	}
@@ -205,7 +205,7 @@ func (q *fairQueue) pushLocked(key string, j job) {
 		q.heavy++
 	}
 	q.queued++
-	q.peak = max(q.peak, q.queued-q.again)
+	q.peak = max(q.peak, q.jobsKept())
 	if !r.inTurn {
 		r.inTurn = true
 		q.turn = append(q.turn, r)
@@ -319,7 +319,7 @@ func (q *fairQueue) readAhead(key string, n int) bool {
 	defer q.mu.Unlock()
 	r := q.byKey[key]
 	large := n >= largeRead
-	if r == nil || len(r.jobs) < heavyJobs || q.ahead+n > q.aheadMax || q.queued-q.again >= q.jobsMax ||
+	if r == nil || len(r.jobs) < heavyJobs || q.ahead+n > q.aheadMax || q.jobsKept() >= q.jobsMax ||
 		large && q.aheadLarge+n > q.aheadLargeMax {
 		return false
 	}
@@ -344,6 +344,10 @@ func (q *fairQueue) readAgainLater(key string) bool {
 	q.again++
 	return true
 }
+
+// jobsKept is the jobs waiting but the files waiting by name: what
+// jobsMax bounds. q.mu is held.
+func (q *fairQueue) jobsKept() int { return q.queued - q.again }
 
 // againDone says a file that waited by name had its turn.
 func (q *fairQueue) againDone() {
@@ -371,7 +375,7 @@ func (q *fairQueue) aheadDone(n int) {
 func (q *fairQueue) readAll() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.heavy > 0 && q.crowded() && q.queued-q.again < q.jobsMax && q.ahead < q.aheadMax
+	return q.heavy > 0 && q.crowded() && q.jobsKept() < q.jobsMax && q.ahead < q.aheadMax
 }
 
 // crowded says the workers are behind a flood: more than crowdedJobs

@@ -199,7 +199,7 @@ func watchBounds(t *testing.T, b *Broker) *boundsWatch {
 			}
 			q := b.fair
 			q.mu.Lock()
-			hit := q.queued-q.again >= q.jobsMax || q.ahead+1024 > q.aheadMax
+			hit := q.jobsKept() >= q.jobsMax || q.ahead+1024 > q.aheadMax
 			q.mu.Unlock()
 			if hit {
 				close(w.hit)

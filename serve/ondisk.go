@@ -84,11 +84,7 @@ func (b *Broker) forgotRecently() bool {
 	if at == 0 {
 		return false
 	}
-	sweep := b.SweepInterval
-	if sweep <= 0 {
-		sweep = DefaultSweepInterval
-	}
-	return b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()+2*housekeepingEvery*sweep
+	return b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()+2*housekeepingEvery*b.sweepInterval()
 }
 
 // answeredThisRun says whether this run answered id before (its answer,

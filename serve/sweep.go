@@ -226,10 +226,7 @@ func (b *Broker) housekeeping() {
 		if !a.at.Before(cutoff) {
 			break
 		}
-		if b.answered[a.id].Equal(a.at) {
-			delete(b.answered, a.id)
-			delete(b.answeredDigest, a.id)
-		}
+		b.forgetAnswered(a)
 		n++
 	}
 	b.answeredOrder = b.answeredOrder[n:]
