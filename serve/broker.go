@@ -166,6 +166,9 @@ type Broker struct {
 	noFactsNoticed [2]atomic.Bool
 	// users names the requesters' uids for the terminal.
 	users userNames
+	// beforeAgain, when set, runs when a file that waited by name has its
+	// turn, before it is read again: a test changes the file meanwhile.
+	beforeAgain func()
 	// beforeResponse, when set, runs just before a response is written:
 	// a test checks what must be in place by then (the vouched grants).
 	beforeResponse func(req *wire.Request, d decision.Decision)

@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -323,39 +325,127 @@ func TestAFileGoneWhileItWaitedByNameFreesItsName(t *testing.T) {
 		backlog  = 600
 		deadline = 20 * time.Second
 	)
-	layout := mailbox.Layout{Root: t.TempDir()}
-	for i := range backlog {
-		dropFrom(t, layout, fmt.Sprintf("flood-%05d", i), "flooder", "make deploy")
-	}
-	term := newQueueTerminal()
 	start := time.Now()
-	f := newFixtureWith(t, layout, term, func(b *Broker) {
-		b.MaxPendingPerRequester = 4
-		b.aheadBytes, b.aheadJobs = 8<<10, 200
-	})
-	select {
-	case <-term.asked:
-	case <-time.After(deadline):
-		t.Fatal("no flood ask reached the terminal")
-	}
-	q := f.broker.fair
-	pollUntil(t, start.Add(deadline), "most of the flood waiting by name", func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.again >= backlog*5/6
-	})
+	f, term, hold := floodWaitingByName(t, backlog, start.Add(deadline))
+	layout, q := f.layout, f.broker.fair
 	dir, _ := layout.RequestsDir("parent")
 	for i := range backlog {
 		os.Remove(fmt.Sprintf("%s/flood-%05d.json", dir, i))
 	}
+	hold.release()
 	pollUntil(t, start.Add(deadline), "no file waiting by name", func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return q.again == 0
 	})
-	// The last of the flood surely waited by name when it was removed.
 	// The held asks' files went too, so it is admitted and reaches the
 	// terminal: it was delivered.
 	again := dropFrom(t, layout, fmt.Sprintf("flood-%05d", backlog-1), "flooder", "make deploy")
 	waitHeld(t, term, again.ID, start.Add(2*deadline))
+}
+
+// A flooder swaps a file waiting by name, before its turn, for a symlink
+// to a request it could not write there (outside the root, asking what
+// the rules allow) and for a rewrite claiming what the rules allow. The
+// symlink is refused when the file is read again, as at its first read:
+// no answer. The rewrite is decided on what it now says, in its own
+// requester's turn: the swap gains nothing a new request would not.
+func TestAFileSwappedWhileItWaitedByNameIsReadAsAnyFile(t *testing.T) {
+	const (
+		backlog  = 600
+		deadline = 20 * time.Second
+	)
+	start := time.Now()
+	f, _, hold := floodWaitingByName(t, backlog, start.Add(deadline))
+	layout, q := f.layout, f.broker.fair
+	// The last two wait by name, their turns held.
+	dir, _ := layout.RequestsDir("parent")
+	linked := fmt.Sprintf("flood-%05d", backlog-1)
+	outside := filepath.Join(t.TempDir(), "outside.json")
+	data, err := wire.EncodeRequest(request(t, linked, "flooder", "git status --short"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, linked+".json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, linked+".json")); err != nil {
+		t.Fatal(err)
+	}
+	rewritten := dropFrom(t, layout, fmt.Sprintf("flood-%05d", backlog-2), "flooder", "git status --short")
+	hold.release()
+
+	resp := waitResponse(t, layout, rewritten, start.Add(2*deadline))
+	if !resp.Approved {
+		t.Errorf("the rewritten request: %+v, want its rule's allow, as a new request would get", resp)
+	}
+	pollUntil(t, start.Add(2*deadline), "no file waiting by name", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.again == 0
+	})
+	path, _ := layout.ResponsePath("parent", linked)
+	if got, err := os.ReadFile(path); err == nil {
+		t.Errorf("the symlinked request was answered: %s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, linked+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the symlink is still in the inbox: %v", err)
+	}
+}
+
+// holdTurns makes a broker's files waiting by name wait, at their turn,
+// until release is called: a test changes them meanwhile. entered is
+// closed when the first turn comes.
+type holdTurns struct {
+	entered, released chan struct{}
+	once, free        sync.Once
+}
+
+func newHoldTurns(b *Broker) *holdTurns {
+	h := &holdTurns{entered: make(chan struct{}), released: make(chan struct{})}
+	b.beforeAgain = func() {
+		h.once.Do(func() { close(h.entered) })
+		<-h.released
+	}
+	return h
+}
+
+func (h *holdTurns) release() { h.free.Do(func() { close(h.released) }) }
+
+// floodWaitingByName drops backlog flood files of "flooder" and starts a
+// broker on them whose files waiting by name are held at their turn, and
+// waits until every worker is at such a turn and most of the flood waits
+// by name.
+func floodWaitingByName(t *testing.T, backlog int, deadline time.Time) (*fixture, *queueTerminal, *holdTurns) {
+	t.Helper()
+	layout := mailbox.Layout{Root: t.TempDir()}
+	for i := range backlog {
+		dropFrom(t, layout, fmt.Sprintf("flood-%05d", i), "flooder", "make deploy")
+	}
+	term := newQueueTerminal()
+	var hold *holdTurns
+	f := newFixtureWith(t, layout, term, func(b *Broker) {
+		b.MaxPendingPerRequester = 4
+		b.aheadBytes, b.aheadJobs = 8<<10, 200
+		hold = newHoldTurns(b)
+	})
+	t.Cleanup(hold.release) // before the broker stops (cleanups run last first)
+	select {
+	case <-hold.entered:
+	case <-time.After(time.Until(deadline)):
+		t.Fatal("no file waiting by name had its turn")
+	}
+	q := f.broker.fair
+	// Every worker held at a turn: nothing is being read any more, and
+	// the flood's later files wait by name (only the flood's first are
+	// decided or kept at their first read).
+	pollUntil(t, deadline, "every worker at a held turn, most of the flood waiting by name", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.running == DefaultWorkers && q.again >= backlog*5/6
+	})
+	return f, term, hold
 }

@@ -113,6 +113,9 @@ func (b *Broker) read(ctx context.Context, name string) (outcome, string, job) {
 func (b *Broker) intakeAgain(ctx context.Context, name string) job {
 	return func() {
 		defer b.fair.againDone()
+		if b.beforeAgain != nil {
+			b.beforeAgain()
+		}
 		id, data, f, o := b.readRequest(name)
 		if data == nil {
 			b.release(name, o)
