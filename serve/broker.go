@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/grants"
+	"github.com/seed6639df8c/courier/internal/agingbloom"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
 	"github.com/seed6639df8c/courier/rules"
@@ -124,6 +125,10 @@ type Broker struct {
 	// forgotAnswered is when an answered id was last forgotten before
 	// the forwarding timeout (maxAnswered), in Unix ns; 0 if never.
 	forgotAnswered atomic.Int64
+	// forgotten holds the ids forgotten early for the window in which
+	// their answers may still be on disk (forgetWindow): only a request
+	// under one of them is looked for there. Set by prepare.
+	forgotten *agingbloom.Filter
 	// respondedAtStart is the ids of the response files there when
 	// serving started, nil if unknown (responsesAtStart). Written before
 	// the workers start, then only read.
@@ -249,6 +254,7 @@ func (b *Broker) prepare() {
 	if b.answeredMax <= 0 {
 		b.answeredMax = maxAnswered
 	}
+	b.forgotten = agingbloom.New(forgottenBits, b.forgetWindow())
 }
 
 // Run serves until ctx ends, then answers what is still pending, withdraws

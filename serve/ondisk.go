@@ -61,30 +61,38 @@ func (b *Broker) responsesAtStart() map[string]struct{} {
 }
 
 // mayBeAnsweredOnDisk says whether a response to id may have been left by
-// a predecessor (responsesAtStart): only then is it looked for before the
+// a predecessor (responsesAtStart), or by this run under an id it
+// forgot early (forgotten): only then is it looked for before the
 // request is decided.
 func (b *Broker) mayBeAnsweredOnDisk(id string) bool {
-	if b.respondedAtStart == nil || b.forgotRecently() {
+	if b.respondedAtStart == nil {
 		return true
 	}
-	_, ok := b.respondedAtStart[id]
-	return ok
+	if _, ok := b.respondedAtStart[id]; ok {
+		return true
+	}
+	return b.forgotRecently() && b.forgotten.MayContain(id, b.now())
 }
 
 // forgotRecently says whether an answered id was forgotten before its
-// time (answeredMax) within the last forwarding timeout, and two
-// housekeeping intervals more: a request delivered again may then have
-// been answered by this run without its id being remembered, and only its
-// answer on disk tells. The answers themselves outlive the forwarding
-// timeout until the housekeeping after it removes them; until then one
-// found when this run answers the id again is this run's own, not a
-// plant (answeredOver).
+// time (answeredMax) within the last forgetWindow: a request delivered
+// again may then have been answered by this run without its id being
+// remembered, and only its answer on disk tells.
 func (b *Broker) forgotRecently() bool {
 	at := b.forgotAnswered.Load()
 	if at == 0 {
 		return false
 	}
-	return b.now().Sub(time.Unix(0, at)) < b.forwardingTimeout()+2*housekeepingEvery*b.sweepInterval()
+	return b.now().Sub(time.Unix(0, at)) < b.forgetWindow()
+}
+
+// forgetWindow is how long after an id is forgotten early its answer may
+// still be on disk: the forwarding timeout, and two housekeeping
+// intervals more, since the answers outlive the timeout until the
+// housekeeping after it removes them. Until then one found when this run
+// answers the id again is this run's own, not a plant (answeredOver).
+func (b *Broker) forgetWindow() time.Duration {
+	return b.forwardingTimeout() + 2*housekeepingEvery*b.sweepInterval()
 }
 
 // answeredThisRun says whether this run answered id before (its answer,
