@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"internal/filewatch":                0,
 	"internal/flagargs":                 0,
 	"internal/fileperm":                 0,
+	"internal/agingbloom":               0,
 	"bashunits":                         0,
 	"notify":                            0,
 	"plugins/gen/courier/authorizer/v1": 0,
