@@ -65,30 +65,41 @@ func TestAnsweredIDsAreBoundedAndNeverAnsweredTwice(t *testing.T) {
 	}
 }
 
-// An id forgotten early keeps requests looked for on disk until its
-// answer, which housekeeping removes after the forwarding timeout, is
-// surely gone: a request reusing the id in between finds this run's own
-// answer there, which is no plant (answeredOver).
+// An id forgotten early is looked for on disk until its answer, which
+// housekeeping removes after the forwarding timeout, is surely gone: a
+// request reusing the id in between finds this run's own answer there,
+// which is no plant (answeredOver), and is not answered twice. Ids never
+// forgotten are not looked for at all.
 func TestForgottenIDsAreLookedForOnDiskUntilTheirAnswersAreSwept(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	now := start
 	b := &Broker{ForwardingTimeout: time.Minute, SweepInterval: time.Second, Now: func() time.Time { return now }}
-	if b.forgotRecently() {
-		t.Fatal("nothing was forgotten, yet requests are looked for on disk")
+	b.prepare()
+	b.respondedAtStart = map[string]struct{}{}
+	if b.mayBeAnsweredOnDisk("perm-early") {
+		t.Fatal("nothing was forgotten, yet a request is looked for on disk")
 	}
-	b.forgotAnswered.Store(start.UnixNano())
+	b.mu.Lock()
+	b.answered["perm-early"] = start
+	b.answeredOrder = append(b.answeredOrder, answeredAt{"perm-early", start})
+	b.forgetOldestAnswered(start)
+	b.mu.Unlock()
+	interval := housekeepingEvery * time.Second
 	for _, tt := range []struct {
 		after time.Duration
 		want  bool
 	}{
 		{0, true},
-		{time.Minute + time.Second, true}, // the answer may wait for housekeeping
-		{time.Minute + 2*housekeepingEvery*time.Second - time.Millisecond, true},
-		{time.Minute + 2*housekeepingEvery*time.Second, false},
+		{time.Minute + interval, true}, // housekeeping on time removes it now
+		{time.Minute + 3*interval - time.Millisecond, true},
+		{2 * (time.Minute + 3*interval), false}, // the filter's second window
 	} {
 		now = start.Add(tt.after)
-		if got := b.forgotRecently(); got != tt.want {
-			t.Errorf("%s after an id was forgotten: looked for on disk %v, want %v", tt.after, got, tt.want)
+		if got := b.mayBeAnsweredOnDisk("perm-early"); got != tt.want {
+			t.Errorf("%s after the id was forgotten: looked for on disk %v, want %v", tt.after, got, tt.want)
+		}
+		if tt.want && b.mayBeAnsweredOnDisk("perm-never-answered") {
+			t.Errorf("%s after an id was forgotten: an id never answered is looked for on disk", tt.after)
 		}
 	}
 }
@@ -121,8 +132,11 @@ func TestOnlyForgottenIDsAreLookedForOnDisk(t *testing.T) {
 		path, _ := layout.RequestPath("parent", req.ID)
 		waitGone(t, path)
 	}
-	if !f.broker.forgotRecently() {
-		t.Fatal("no id forgotten past the bound")
+	f.broker.mu.Lock()
+	remembered := len(f.broker.answered)
+	f.broker.mu.Unlock()
+	if remembered > bound {
+		t.Fatalf("%d answered ids remembered, want at most %d: none forgotten", remembered, bound)
 	}
 
 	fresh := request(t, "perm-fresh", "child", "git status --short")

@@ -122,12 +122,10 @@ type Broker struct {
 	// answeredDigest is, for each id in answered, the request bytes it
 	// was answered for (digestKey): a request reusing the id is refused.
 	answeredDigest map[string]uint64
-	// forgotAnswered is when an answered id was last forgotten before
-	// the forwarding timeout (maxAnswered), in Unix ns; 0 if never.
-	forgotAnswered atomic.Int64
-	// forgotten holds the ids forgotten early for the window in which
-	// their answers may still be on disk (forgetWindow): only a request
-	// under one of them is looked for there. Set by prepare.
+	// forgotten holds the ids forgotten before the forwarding timeout
+	// (maxAnswered), for the window in which their answers may still be
+	// on disk (forgetWindow): only a request under one of them is looked
+	// for there. Set by prepare.
 	forgotten *agingbloom.Filter
 	// respondedAtStart is the ids of the response files there when
 	// serving started, nil if unknown (responsesAtStart). Written before

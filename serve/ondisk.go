@@ -71,28 +71,18 @@ func (b *Broker) mayBeAnsweredOnDisk(id string) bool {
 	if _, ok := b.respondedAtStart[id]; ok {
 		return true
 	}
-	return b.forgotRecently() && b.forgotten.MayContain(id, b.now())
-}
-
-// forgotRecently says whether an answered id was forgotten before its
-// time (answeredMax) within the last forgetWindow: a request delivered
-// again may then have been answered by this run without its id being
-// remembered, and only its answer on disk tells.
-func (b *Broker) forgotRecently() bool {
-	at := b.forgotAnswered.Load()
-	if at == 0 {
-		return false
-	}
-	return b.now().Sub(time.Unix(0, at)) < b.forgetWindow()
+	return b.forgotten.MayContain(id, b.now())
 }
 
 // forgetWindow is how long after an id is forgotten early its answer may
-// still be on disk: the forwarding timeout, and two housekeeping
-// intervals more, since the answers outlive the timeout until the
-// housekeeping after it removes them. Until then one found when this run
-// answers the id again is this run's own, not a plant (answeredOver).
+// still be on disk: housekeeping removes an answer the forwarding timeout
+// has passed at its next run, one housekeeping interval later if it runs
+// on time; two more intervals allow for housekeeping that runs late. Until
+// then an answer found when this run answers the id again is this run's
+// own, not a plant (answeredOver), and a request under the id is looked
+// for on disk, so that it is never answered twice.
 func (b *Broker) forgetWindow() time.Duration {
-	return b.forwardingTimeout() + 2*housekeepingEvery*b.sweepInterval()
+	return b.forwardingTimeout() + 3*housekeepingEvery*b.sweepInterval()
 }
 
 // answeredThisRun says whether this run answered id before (its answer,

@@ -3,8 +3,9 @@
 // added within its window, and forgets what was added long enough ago.
 //
 // The broker keeps in it the ids it stopped remembering early under a
-// flood: a request whose id is not in the set was surely not answered by
-// this run, and needs no look on disk for its answer.
+// flood: a request whose id is not in the set was surely not answered
+// and then forgotten early within the window, and needs no look on disk
+// for an answer of this run's.
 package agingbloom
 
 import (
@@ -22,10 +23,11 @@ const hashes = 4
 // Filter is the set. Its zero value is not usable; see New. It is safe
 // for concurrent use.
 //
-// It keeps two generations of bits. Strings are added to the current
-// one; once it is a window old it becomes the previous one and the one
-// before is cleared. A string added at t is thus in one of the two until
-// at least t + window, and gone by t + 2×window.
+// It keeps two generations of bits, each a window long. Strings are
+// added to the current one; once its window has passed it becomes the
+// previous one and the one before is cleared. A string added at t is
+// thus in one of the two until at least t + window, and gone from the
+// first Add or MayContain at or after t + 2×window.
 type Filter struct {
 	mask   uint64
 	window time.Duration
@@ -78,19 +80,21 @@ func (f *Filter) MayContain(s string, now time.Time) bool {
 	return has(f.cur, h1, h2, f.mask) || has(f.prev, h1, h2, f.mask)
 }
 
-// age starts a new generation once the current one is a window old.
+// age starts a new generation once the current one's window has passed.
+// The generations keep to their windows (start moves a window at a
+// time), so that a late turn does not keep the previous one longer.
 // f.mu is held.
 func (f *Filter) age(now time.Time) {
 	switch since := now.Sub(f.start); {
 	case since >= 2*f.window:
-		// Both generations are older than any string still kept.
+		// Both generations' windows have passed.
 		clear(f.cur)
 		clear(f.prev)
 		f.start = now
 	case since >= f.window:
 		f.cur, f.prev = f.prev, f.cur
 		clear(f.cur)
-		f.start = now
+		f.start = f.start.Add(f.window)
 	}
 }
 

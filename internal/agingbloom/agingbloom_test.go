@@ -77,9 +77,26 @@ func TestAStringIsForgottenTwoWindowsOn(t *testing.T) {
 	if !f.MayContain("perm-new", t0.Add(2*w)) {
 		t.Fatal("a string added since was forgotten with the old ones")
 	}
-	// Idle for longer than both generations: all of it goes at once.
-	if f.MayContain("perm-new", t0.Add(10*w)) {
+	// Idle for longer than both generations: the current one goes too.
+	f.Add("perm-late", t0.Add(4*w))
+	if f.MayContain("perm-late", t0.Add(10*w)) {
 		t.Fatal("a string still there long after its window")
+	}
+}
+
+// A turn late by most of a window does not keep the previous generation
+// a window longer than its strings need.
+func TestALateTurnKeepsNothingLonger(t *testing.T) {
+	const w = time.Minute
+	f := New(1<<12, w)
+	f.Add("perm-first", t0)
+	f.Add("perm-new", t0.Add(w/2))
+	// The first call past the window comes late, at 2w − 1: one turn.
+	if !f.MayContain("perm-new", t0.Add(2*w-1)) {
+		t.Fatal("forgotten within two windows")
+	}
+	if f.MayContain("perm-new", t0.Add(2*w+w/2)) {
+		t.Fatal("a string still there two windows after it was added, after a late turn")
 	}
 }
 
@@ -125,23 +142,34 @@ func TestSizeIsAPowerOfTwo(t *testing.T) {
 }
 
 // Callers read the clock before they take the lock, so their times come
-// slightly out of order; the window is far longer than that.
+// out of order, while the generations turn (a window of 1,000 ticks of
+// a clock every call moves). A string is denied only if a window of the
+// others' calls passed between its Add and the look.
 func TestConcurrentUse(t *testing.T) {
-	f := New(1<<12, time.Second)
+	const window = 1000
+	f := New(1<<12, window*time.Microsecond)
 	var clock atomic.Int64
+	tick := func() (int64, time.Time) {
+		n := clock.Add(1)
+		return n, t0.Add(time.Duration(n) * time.Microsecond)
+	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 5000 {
-				now := t0.Add(time.Duration(clock.Add(1)) * time.Microsecond)
+				n, now := tick()
 				s := fmt.Sprintf("perm-%d-%d", g, i)
 				f.Add(s, now)
-				if !f.MayContain(s, now) {
-					t.Errorf("%s denied at once", s)
+				_, later := tick()
+				if !f.MayContain(s, later) && clock.Load()-n < window {
+					t.Errorf("%s denied %d ticks after it was added", s, clock.Load()-n)
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
+	if clock.Load() < 10*window {
+		t.Fatalf("only %d ticks: the generations never turned", clock.Load())
+	}
 }
