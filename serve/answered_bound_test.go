@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,11 +152,7 @@ func TestOnlyForgottenIDsAreLookedForOnDisk(t *testing.T) {
 	f.stop()
 	mu.Lock()
 	defer mu.Unlock()
-	var over, looked bool
-	for _, r := range reports {
-		over = over || strings.Contains(r, fresh.ID) && strings.Contains(r, "a file this broker did not write")
-		looked = looked || strings.Contains(r, fresh.ID) && strings.Contains(r, "answering over")
-	}
+	over, looked := plantReported(reports, fresh.ID)
 	if looked || !over {
 		t.Errorf("reports %q: want the plant under a fresh id not looked for (looked: %v) and named when answered over (%v)", reports, looked, over)
 	}

@@ -184,14 +184,23 @@ func TestResponsePlantedAfterStartIsReported(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var over, looked bool
-	for _, r := range reports {
-		over = over || strings.Contains(r, later.ID) && strings.Contains(r, "a file this broker did not write")
-		looked = looked || strings.Contains(r, atStart.ID) && strings.Contains(r, "answering over")
-	}
+	over, _ := plantReported(reports, later.ID)
+	_, looked := plantReported(reports, atStart.ID)
 	if !over || !looked {
 		t.Errorf("reports %q: want the plant after start named as not this broker's (%v) and the file there at start looked at first (%v)", reports, over, looked)
 	}
+}
+
+// plantReported says what the broker's reports say of a file found under
+// the answer's name of request id: answered over once written, as a file
+// this broker did not write (over), or looked at before the request was
+// decided and answered over as not its answer (looked).
+func plantReported(reports []string, id string) (over, looked bool) {
+	for _, r := range reports {
+		over = over || strings.Contains(r, id) && strings.Contains(r, "a file this broker did not write")
+		looked = looked || strings.Contains(r, id) && strings.Contains(r, "answering over")
+	}
+	return over, looked
 }
 
 // A write of the answer that failed (here a directory stands at the
