@@ -429,7 +429,11 @@ func floodWaitingByName(t *testing.T, backlog int, deadline time.Time) (*fixture
 	var hold *holdTurns
 	f := newFixtureWith(t, layout, term, func(b *Broker) {
 		b.MaxPendingPerRequester = 4
-		b.aheadBytes, b.aheadJobs = 8<<10, 200
+		// No file is read ahead (each is larger than a byte): every
+		// file of the flood not decided at its first read waits by
+		// name, the last ones the tests change included, however the
+		// reading and the first jobs interleave.
+		b.aheadBytes, b.aheadJobs = 1, 200
 		hold = newHoldTurns(b)
 	})
 	t.Cleanup(hold.release) // before the broker stops (cleanups run last first)
@@ -439,13 +443,18 @@ func floodWaitingByName(t *testing.T, backlog int, deadline time.Time) (*fixture
 		t.Fatal("no file waiting by name had its turn")
 	}
 	q := f.broker.fair
-	// Every worker held at a turn: nothing is being read any more, and
-	// the flood's later files wait by name (only the flood's first are
-	// decided or kept at their first read).
-	pollUntil(t, deadline, "every worker at a held turn, most of the flood waiting by name", func() bool {
+	// Every worker held at a turn and every name taken from the watcher:
+	// nothing is being read any more, and the flood's later files wait
+	// by name (only its first, read before it was flooding, are decided
+	// at their first read: a sixth to a quarter of them, as the reading
+	// and the first jobs interleave on the machine).
+	var last string
+	pollUntil(t, deadline, "every worker at a held turn, the flood's later files waiting by name", func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return q.running == DefaultWorkers && q.again >= backlog*5/6
+		last = fmt.Sprintf("%d workers at a held turn, %d files waiting by name, %d bytes read ahead, %d names not taken", q.running, q.again, q.ahead, f.broker.inboxBacklog())
+		return q.running == DefaultWorkers && q.ahead == 0 && f.broker.inboxBacklog() == 0 && q.again >= backlog/2
 	})
+	t.Log(last)
 	return f, term, hold
 }
