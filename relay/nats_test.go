@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,11 +63,24 @@ func TestRelayOverNATSKeepsProvenancePerHop(t *testing.T) {
 		t.Fatal(err)
 	}
 	startBroker(t, &serve.Broker{Layout: team, Session: "top", Policy: policy(), SweepInterval: 20 * time.Millisecond})
-	bridge := &natsbridge.Bridge{JS: up.JS, Conn: up.Conn, Layout: team, Session: "top", OnError: func(err error) { t.Error(err) }}
+	// Stopping the bridge may cut short the wait for the stream's ack of
+	// an answer the relay already received (the ack and the delivery
+	// race): the bridge says it keeps the answer for its next start,
+	// which is right at a stop, not a failure of this test.
+	var stopping atomic.Bool
+	onError := func(err error) {
+		if stopping.Load() && errors.Is(err, context.Canceled) {
+			t.Logf("at the stop: %v", err)
+			return
+		}
+		t.Error(err)
+	}
+	bridge := &natsbridge.Bridge{JS: up.JS, Conn: up.Conn, Layout: team, Session: "top", OnError: onError}
 	bctx, stopBridge := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- bridge.Run(bctx) }()
 	t.Cleanup(func() {
+		stopping.Store(true)
 		stopBridge()
 		if err := <-done; err != nil {
 			t.Error(err)
