@@ -44,8 +44,8 @@ const maxAnswered = 1 << 16
 const forgottenBits = 1 << 24
 
 // forgetOldestAnswered forgets the oldest id answered, now, before the
-// forwarding timeout: from then until a forwarding timeout has passed a
-// request delivered again is known answered only by its answer on disk
+// forwarding timeout: for forgetWindow from then a request delivered
+// again under it is known answered only by its answer on disk
 // (mayBeAnsweredOnDisk), as after a restart. b.mu is held.
 func (b *Broker) forgetOldestAnswered(now time.Time) {
 	b.forgotten.Add(b.answeredOrder[0].id, now)

@@ -321,27 +321,20 @@ func pollUntil(t *testing.T, by time.Time, what string, cond func() bool) {
 // watcher kept the name as in flight for the broker's life, and the later
 // request was never answered.
 func TestAFileGoneWhileItWaitedByNameFreesItsName(t *testing.T) {
-	const (
-		backlog  = 600
-		deadline = 20 * time.Second
-	)
+	const backlog = byNameBacklog
 	start := time.Now()
-	f, term, hold := floodWaitingByName(t, backlog, start.Add(deadline))
-	layout, q := f.layout, f.broker.fair
+	f, term, hold := floodWaitingByName(t, backlog, start.Add(byNameDeadline))
+	layout := f.layout
 	dir, _ := layout.RequestsDir("parent")
 	for i := range backlog {
 		os.Remove(fmt.Sprintf("%s/flood-%05d.json", dir, i))
 	}
 	hold.release()
-	pollUntil(t, start.Add(deadline), "no file waiting by name", func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.again == 0
-	})
+	waitNoneByName(t, f.broker.fair, start.Add(byNameDeadline))
 	// The held asks' files went too, so it is admitted and reaches the
 	// terminal: it was delivered.
 	again := dropFrom(t, layout, fmt.Sprintf("flood-%05d", backlog-1), "flooder", "make deploy")
-	waitHeld(t, term, again.ID, start.Add(2*deadline))
+	waitHeld(t, term, again.ID, start.Add(2*byNameDeadline))
 }
 
 // A flooder swaps a file waiting by name, before its turn, for a symlink
@@ -351,13 +344,10 @@ func TestAFileGoneWhileItWaitedByNameFreesItsName(t *testing.T) {
 // no answer. The rewrite is decided on what it now says, in its own
 // requester's turn: the swap gains nothing a new request would not.
 func TestAFileSwappedWhileItWaitedByNameIsReadAsAnyFile(t *testing.T) {
-	const (
-		backlog  = 600
-		deadline = 20 * time.Second
-	)
+	const backlog, deadline = byNameBacklog, byNameDeadline
 	start := time.Now()
 	f, _, hold := floodWaitingByName(t, backlog, start.Add(deadline))
-	layout, q := f.layout, f.broker.fair
+	layout := f.layout
 	// The last two wait by name, their turns held.
 	dir, _ := layout.RequestsDir("parent")
 	linked := fmt.Sprintf("flood-%05d", backlog-1)
@@ -382,11 +372,7 @@ func TestAFileSwappedWhileItWaitedByNameIsReadAsAnyFile(t *testing.T) {
 	if !resp.Approved {
 		t.Errorf("the rewritten request: %+v, want its rule's allow, as a new request would get", resp)
 	}
-	pollUntil(t, start.Add(2*deadline), "no file waiting by name", func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.again == 0
-	})
+	waitNoneByName(t, f.broker.fair, start.Add(2*deadline))
 	path, _ := layout.ResponsePath("parent", linked)
 	if got, err := os.ReadFile(path); err == nil {
 		t.Errorf("the symlinked request was answered: %s", got)
@@ -394,6 +380,24 @@ func TestAFileSwappedWhileItWaitedByNameIsReadAsAnyFile(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, linked+".json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the symlink is still in the inbox: %v", err)
 	}
+}
+
+// byNameBacklog and byNameDeadline size the flood of the by-name tests
+// (floodWaitingByName) and bound each of their waits.
+const (
+	byNameBacklog  = 600
+	byNameDeadline = 20 * time.Second
+)
+
+// waitNoneByName waits until by for no file of q to wait by name: each
+// was read again in its turn, or found gone.
+func waitNoneByName(t *testing.T, q *fairQueue, by time.Time) {
+	t.Helper()
+	pollUntil(t, by, "no file waiting by name", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.again == 0
+	})
 }
 
 // holdTurns makes a broker's files waiting by name wait, at their turn,
