@@ -27,6 +27,13 @@ import (
 // legacy (pi 20.7.3: no decidedBy), garbage (not JSON), or none (never
 // answers). It exits after answering N requests, or after a minute.
 func fakeParentMain() {
+	// A script stops a parent that never answers with kill -INT, as soon
+	// as it sees the heartbeat: the handler comes before the heartbeat is
+	// written, or a kill between the two ended the process by the signal
+	// and failed the script's wait (hardening_flood, once in CI).
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	go func() { <-stop; os.Exit(0) }()
 	fs := flag.NewFlagSet("fakeparent", flag.ExitOnError)
 	session := fs.String("session", "", "serving session id")
 	heartbeat := fs.String("heartbeat", "alive", "alive, stale, dead or none")
@@ -43,10 +50,6 @@ func fakeParentMain() {
 		fmt.Fprintln(os.Stderr, "fakeparent:", err)
 		os.Exit(1)
 	}
-	// A script stops a parent that never answers with kill -INT.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	go func() { <-stop; os.Exit(0) }()
 	requests, _ := layout.RequestsDir(*session)
 	answered := map[string]bool{}
 	lastBeat := time.Now()
