@@ -97,6 +97,16 @@ type WatchOptions struct {
 	// listed or watched. It runs on the watcher's goroutine and must not
 	// block. A missing directory is normal and not reported.
 	OnError func(error)
+	// LookLate spares the watcher its look at the file (an lstat) when
+	// an event or a scan finds a name it does not know: the name is
+	// queued as found and its file left unidentified until the consumer
+	// releases it. Done then cannot tell the file delivered from one
+	// made under the name since, and delivers a file still there once
+	// more (identified this time); Removed and Forget need no identity.
+	// For a consumer that removes what it takes and tolerates seeing a
+	// file again: a broker under a flood saves a system call for every
+	// request on the goroutine every later request waits behind.
+	LookLate bool
 }
 
 // filewatch is o as internal/filewatch takes it, which does the watching.
@@ -131,8 +141,10 @@ func (o WatchOptions) filewatch() filewatch.Options {
 // Delivery is at least once, never concurrent: a file written in place
 // (not renamed in) may be delivered again after Done if a write lands
 // after its delivery, because the content may have changed under the
-// reader. A consumer that leaves files in place must tolerate seeing one
-// again; the broker checks whether it already answered the request id.
+// reader, and a watcher that looks late (WatchOptions.LookLate) delivers
+// a file it never identified once more after Done. A consumer that leaves
+// files in place must tolerate seeing one again; the broker checks
+// whether it already answered the request id.
 type Watcher struct {
 	dir    string
 	opts   WatchOptions
@@ -190,7 +202,9 @@ const (
 type mailEntry struct {
 	state mailState
 	// id is the file as it was when found (or when Done), so that a
-	// file replaced under the same name is recognized as new mail.
+	// file replaced under the same name is recognized as new mail. The
+	// zero ID is a file not identified (LookLate, or one that could not
+	// be examined): unlike any file's identity, so taken as another.
 	id filewatch.ID
 	// changed records evidence, while in flight, that the file the
 	// consumer holds is no longer what is there: it vanished, or a
@@ -468,6 +482,12 @@ func (w *Watcher) handleEvent(ev filewatch.Event) {
 		w.observe(ev.Name, filewatch.ID{}, false, true)
 		return
 	}
+	if w.opts.LookLate && w.state[ev.Name] == nil {
+		// New mail: what a look would tell matters only once the name is
+		// delivered, and an unknown identity is taken as another file's.
+		w.enqueue(ev.Name, filewatch.ID{})
+		return
+	}
 	// Create is a rename into the directory or a new file; alone it
 	// proves nothing about a name already delivered, because the Create
 	// of the very file a scan delivered may arrive after it. Write (a
@@ -543,6 +563,8 @@ func (w *Watcher) scan() {
 		// of an idle broker's CPU.
 		e := w.state[name]
 		switch {
+		case e == nil && w.opts.LookLate:
+			w.enqueue(name, filewatch.ID{})
 		case e == nil || e.state == mailDone:
 			id, ok := w.stat(filepath.Join(w.dir, name))
 			w.observe(name, id, ok, false)

@@ -41,20 +41,24 @@ func (c *statCounter) of(name string) int {
 // of the consumer's own removal costs no look either. Under a flood these
 // were two of the watcher's three system calls for every request, on the
 // goroutine every later request waits behind. Done, for the same release,
-// looks once.
+// looks once. A watcher that looks late (LookLate) spares the look at the
+// file's arrival too.
 func TestWatcherRemovedDoesNotLook(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		release func(*Watcher, string)
+		late    bool
 		looks   int // at the file's arrival, then at its release
 	}{
-		{"Removed", (*Watcher).Removed, 1},
-		{"Done", (*Watcher).Done, 2},
+		{"Removed", (*Watcher).Removed, false, 1},
+		{"Done", (*Watcher).Done, false, 2},
+		{"Removed/LookLate", (*Watcher).Removed, true, 0},
+		{"Done/LookLate", (*Watcher).Done, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			var c statCounter
-			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour}, countStats(&c))
+			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: tt.late}, countStats(&c))
 			h.waitWatching()
 			publish(t, dir, "a.json")
 			h.expect("a.json")
@@ -89,9 +93,9 @@ func TestWatcherRemovedSeesAFileWrittenAgain(t *testing.T) {
 		// after it.
 		before bool
 	}{{"written again before the release", true}, {"written again after the release", false}} {
-		t.Run(tt.name, func(t *testing.T) {
+		eachLook(t, tt.name, func(t *testing.T, late bool) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour})
+			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: late})
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.expect("r1.json")
@@ -127,7 +131,7 @@ func TestWatcherRemovedSeesAFileWrittenAgain(t *testing.T) {
 // hour here; under a flood the broker's is every housekeepingEvery ticks).
 func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 	for _, tt := range releases {
-		t.Run(tt.name, func(t *testing.T) {
+		eachLook(t, tt.name, func(t *testing.T, late bool) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			// Every file the watcher looks at has one identity: an inode
 			// reused at once within one ctime tick.
@@ -137,7 +141,7 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 					return filewatch.ID{}, ok
 				}
 			}
-			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour}, sameID)
+			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: late}, sameID)
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.expect("r1.json")
@@ -161,10 +165,10 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 // (hold stays closed), so only scans tell.
 func TestWatcherRemovedAfterLostEvents(t *testing.T) {
 	for _, tt := range releases {
-		t.Run(tt.name, func(t *testing.T) {
+		eachLook(t, tt.name, func(t *testing.T, late bool) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			hold := make(chan struct{}) // events are never read: lost
-			h := startWatcher(t, dir, WatchOptions{RescanInterval: -1}, func(w *Watcher) { w.hold = hold })
+			h := startWatcher(t, dir, WatchOptions{RescanInterval: -1, LookLate: late}, func(w *Watcher) { w.hold = hold })
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.w.Rescan()
@@ -228,6 +232,20 @@ var releases = []struct {
 }{
 	{"Done", (*Watcher).Done},
 	{"Removed", (*Watcher).Removed},
+}
+
+// eachLook runs test as a subtest name, once for a watcher that looks at
+// every file it finds (the default) and once for one that looks late
+// (WatchOptions.LookLate): what is delivered again must not depend on it.
+func eachLook(t *testing.T, name string, test func(t *testing.T, late bool)) {
+	t.Helper()
+	for _, late := range []bool{false, true} {
+		sub := name
+		if late {
+			sub += "/LookLate"
+		}
+		t.Run(sub, func(t *testing.T) { test(t, late) })
+	}
 }
 
 // expectAgain waits for name, written again while it was in flight, to

@@ -306,19 +306,21 @@ func TestWatcherDedupe(t *testing.T) {
 }
 
 func TestWatcherDoneSeesReplacementWhileInFlight(t *testing.T) {
-	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour})
-	h.waitWatching()
-	publish(t, dir, "r1.json")
-	h.expect("r1.json")
-	// The broker answers and deletes the request; before it says Done, a
-	// child reuses the id.
-	if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-		t.Fatal(err)
-	}
-	publish(t, dir, "r1.json")
-	h.w.Done("r1.json")
-	h.expect("r1.json")
+	eachLook(t, "replaced", func(t *testing.T, late bool) {
+		dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
+		h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: late})
+		h.waitWatching()
+		publish(t, dir, "r1.json")
+		h.expect("r1.json")
+		// The broker answers and deletes the request; before it says
+		// Done, a child reuses the id.
+		if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
+			t.Fatal(err)
+		}
+		publish(t, dir, "r1.json")
+		h.w.Done("r1.json")
+		h.expect("r1.json")
+	})
 }
 
 func TestWatcherForgetRetries(t *testing.T) {
