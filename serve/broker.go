@@ -502,6 +502,11 @@ func (b *Broker) watchOptions() mailbox.WatchOptions {
 		// own would drift out of phase and wake it a second time.
 		opts.RescanInterval = -1
 	}
+	// The broker removes what it answers (Removed) and checks every file
+	// it reads against what it answered: a file delivered once more
+	// costs a read, where a look at every file found costs a flood a
+	// system call per request on the watcher's goroutine.
+	opts.LookLate = true
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { b.report(fmt.Errorf("watching the inbox: %w", err)) }
 	}
