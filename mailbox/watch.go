@@ -202,10 +202,12 @@ const (
 type mailEntry struct {
 	state mailState
 	// id is the file as it was when found (or when Done), so that a
-	// file replaced under the same name is recognized as new mail. The
-	// zero ID is a file not identified (LookLate, or one that could not
-	// be examined): unlike any file's identity, so taken as another.
-	id filewatch.ID
+	// file replaced under the same name is recognized as new mail;
+	// identified says a look took it. A name a watcher that looks late
+	// queued has none, and its file is taken for another than any file
+	// found under the name (sameFile).
+	id         filewatch.ID
+	identified bool
 	// changed records evidence, while in flight, that the file the
 	// consumer holds is no longer what is there: it vanished, or a
 	// Write, Remove or Rename event named it. Inode numbers are reused
@@ -427,8 +429,18 @@ func (w *Watcher) head() (string, bool) {
 // its whole path, and the name stays as long as the request waits (held
 // at a prompt, by the thousand), where the path would stay with it.
 func (w *Watcher) enqueue(name string, id filewatch.ID) {
+	w.queueEntry(name, &mailEntry{state: mailQueued, id: id, identified: true})
+}
+
+// enqueueUnidentified queues name, found by a watcher that looks late,
+// without a look at its file.
+func (w *Watcher) enqueueUnidentified(name string) {
+	w.queueEntry(name, &mailEntry{state: mailQueued})
+}
+
+func (w *Watcher) queueEntry(name string, e *mailEntry) {
 	name = strings.Clone(name)
-	w.state[name] = &mailEntry{state: mailQueued, id: id}
+	w.state[name] = e
 	w.queue = append(w.queue, name)
 }
 
@@ -459,12 +471,12 @@ func (w *Watcher) applyReleases() {
 		switch {
 		case !ok:
 			delete(w.state, r.name)
-		case e.state == mailInFlight && (e.changed || id != e.id):
+		case e.state == mailInFlight && (e.changed || !e.sameFile(id)):
 			// Replaced or rewritten while the consumer had it:
 			// what is there now is new mail.
 			w.enqueue(r.name, id)
 		default:
-			*e = mailEntry{state: mailDone, id: id}
+			*e = mailEntry{state: mailDone, id: id, identified: true}
 		}
 	}
 }
@@ -485,7 +497,7 @@ func (w *Watcher) handleEvent(ev filewatch.Event) {
 	if w.opts.LookLate && w.state[ev.Name] == nil {
 		// New mail: what a look would tell matters only once the name is
 		// delivered, and an unknown identity is taken as another file's.
-		w.enqueue(ev.Name, filewatch.ID{})
+		w.enqueueUnidentified(ev.Name)
 		return
 	}
 	// Create is a rename into the directory or a new file; alone it
@@ -496,6 +508,10 @@ func (w *Watcher) handleEvent(ev filewatch.Event) {
 	changed := !exists || ev.Op&(filewatch.Write|filewatch.Remove|filewatch.Rename) != 0
 	w.observe(ev.Name, id, exists, changed)
 }
+
+// sameFile says whether id is the file e was found as. A file never
+// identified is taken for another: the one answer that loses nothing.
+func (e *mailEntry) sameFile(id filewatch.ID) bool { return e.identified && id == e.id }
 
 // observe reconciles what is known of name with what is on disk: a file
 // with identity id exists or not, and changed says whether there is
@@ -509,7 +525,7 @@ func (w *Watcher) observe(name string, id filewatch.ID, exists, changed bool) {
 		}
 	case e.state == mailQueued:
 		if exists {
-			e.id = id
+			e.id, e.identified = id, true
 		} else {
 			delete(w.state, name)
 		}
@@ -521,13 +537,13 @@ func (w *Watcher) observe(name string, id filewatch.ID, exists, changed bool) {
 			// inode number reused within one ctime tick): Removed looks.
 			e.replaced = true
 		}
-		if changed || id != e.id {
+		if changed || !e.sameFile(id) {
 			e.changed = true
 			e.replaced = e.replaced || exists
 		}
 	case !exists:
 		delete(w.state, name) // done, and gone
-	case changed || id != e.id:
+	case changed || !e.sameFile(id):
 		w.enqueue(name, id) // done, and replaced or rewritten since
 	}
 }
@@ -564,7 +580,7 @@ func (w *Watcher) scan() {
 		e := w.state[name]
 		switch {
 		case e == nil && w.opts.LookLate:
-			w.enqueue(name, filewatch.ID{})
+			w.enqueueUnidentified(name)
 		case e == nil || e.state == mailDone:
 			id, ok := w.stat(filepath.Join(w.dir, name))
 			w.observe(name, id, ok, false)

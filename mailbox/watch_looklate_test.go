@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seed6639df8c/courier/internal/filewatch"
 )
 
 // A watcher that looks late (WatchOptions.LookLate) has not identified a
@@ -12,20 +14,22 @@ import (
 // there: it cannot tell the file delivered from one made under the name
 // since, so it delivers it once more, identified this time, and then
 // never again while that file stays. What changes under the name after
-// that is new mail, as for any watcher.
+// that is new mail, as for any watcher. Only events and the scans the
+// test asks for find files: a scan that lists a new name before its
+// event is read leaves the event to identify it.
 func TestWatcherLookLateDeliversAKeptFileOnceMore(t *testing.T) {
 	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: 2 * time.Millisecond, LookLate: true})
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: -1, LookLate: true})
 	h.waitWatching()
 	path := filepath.Join(dir, "r1.json")
 
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 	h.w.Done("r1.json")
 	h.expect("r1.json") // once more: the file was never identified
 	h.w.Done("r1.json")
-	h.quiet(3) // identified when it came back: not again
+	h.quietAfterRescans(3) // identified when it came back: not again
 
 	// Rewritten in place, then replaced: new mail each time, once.
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -38,24 +42,47 @@ func TestWatcherLookLateDeliversAKeptFileOnceMore(t *testing.T) {
 	f.Close()
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 
 	// Gone and back under the same name: new mail, found unidentified
 	// again, and so delivered once more after a Done while it stays.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(2)
+	h.quietAfterRescans(2)
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
 	h.w.Done("r1.json")
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(3)
+	h.quietAfterRescans(3)
+}
+
+// An unidentified file is another than any file found under its name,
+// also than one that cannot be examined (whose identity is as unknown):
+// a file renamed over the one in flight, its Create the only event, is
+// delivered after the release, with no safety rescan to find it.
+func TestWatcherLookLateTellsAnUnexaminableReplacement(t *testing.T) {
+	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
+	unexaminable := func(w *Watcher) {
+		w.stat = func(path string) (filewatch.ID, bool) {
+			_, ok := filewatch.Stat(path)
+			return filewatch.ID{}, ok
+		}
+	}
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: true}, unexaminable)
+	h.waitWatching()
+	publish(t, dir, "r1.json")
+	h.expect("r1.json")
+	publish(t, dir, "r1.json") // renamed over it: a Create, no Remove
+	publish(t, dir, "sync.json")
+	h.expect("sync.json") // r1's Create is handled, r1 in flight
+	h.w.Done("r1.json")
+	h.expectAgain("r1.json")
 }
 
 // Names a scan finds (events lost) are queued unidentified too: a file a
@@ -68,7 +95,7 @@ func TestWatcherLookLateScanDoesNotLook(t *testing.T) {
 	h.waitWatching()
 	publish(t, dir, "a.json")
 	publish(t, dir, "b.json")
-	h.w.Rescan()
+	h.rescanned()
 	h.expect("a.json", "b.json")
 	for _, name := range []string{"a.json", "b.json"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil {
@@ -76,15 +103,46 @@ func TestWatcherLookLateScanDoesNotLook(t *testing.T) {
 		}
 		h.w.Removed(name)
 	}
-	h.w.Rescan()
-	select {
-	case <-h.scans:
-	case <-time.After(waitLimit):
-		t.Fatal("no rescan")
-	}
+	h.quietAfterRescans(2) // the releases are applied before the second
 	for _, name := range []string{"a.json", "b.json"} {
 		if got := c.of(name); got != 0 {
 			t.Errorf("%s looked at %d times, want 0", name, got)
 		}
+	}
+}
+
+// rescanned asks for a scan and waits until one has run since.
+func (h *harness) rescanned() {
+	h.t.Helper()
+	select {
+	case <-h.scans: // a scan that may predate the call
+	default:
+	}
+	h.w.Rescan()
+	select {
+	case <-h.scans:
+	case <-time.After(waitLimit):
+		h.t.Fatal("no rescan")
+	}
+}
+
+// quietAfterRescans asks for n scans, one after the other, and asserts
+// that nothing is delivered meanwhile nor waits to be: quiet for a
+// watcher with no safety rescan of its own.
+func (h *harness) quietAfterRescans(n int) {
+	h.t.Helper()
+	for range n {
+		h.rescanned()
+		select {
+		case name := <-h.w.Ready():
+			h.t.Fatalf("delivered %q, want nothing", name)
+		default:
+		}
+	}
+	// The watcher's turn before this scan counted what the last one
+	// queued (Backlog), which an offer not yet taken would still be.
+	h.rescanned()
+	if n := h.w.Backlog(); n != 0 {
+		h.t.Fatalf("%d names waiting to be delivered, want none", n)
 	}
 }
