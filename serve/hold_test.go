@@ -373,8 +373,11 @@ func TestManyHeldAsks(t *testing.T) {
 		}
 	}
 	for _, req := range dying {
-		if gone[req.ID] == 0 {
-			t.Errorf("%s: no requester_gone entry", req.ID)
+		// One from the sweep, one from the ask's end; a third is the file
+		// read again after its requester was found dead: the ask's end
+		// released the name while the file was still there.
+		if n := gone[req.ID]; n == 0 || n > 2 {
+			t.Errorf("%s: %d requester_gone entries, want 1 or 2", req.ID, n)
 		}
 	}
 }

@@ -151,8 +151,20 @@ func (b *Broker) sweepInflight() {
 		case p.seen != b.sweeps:
 			withdraw = p.end(errRequesterGone, withdraw)
 		case p.pid > 0 && !alive[p.pid]:
-			withdraw = p.end(fmt.Errorf("%w: process %d is gone", errRequesterGone, p.pid), withdraw)
 			dead = append(dead, gone{id, p})
+		}
+	}
+	b.mu.Unlock()
+	// A dead requester's file is removed before its ask ends: the end
+	// releases the name to the watcher, which would otherwise find the
+	// file still there, unidentified (0037), and hand it out again.
+	for _, d := range dead {
+		b.remove(b.requestPath(d.p.name))
+	}
+	b.mu.Lock()
+	for _, d := range dead {
+		if b.inflight[d.id] == d.p {
+			withdraw = d.p.end(fmt.Errorf("%w: process %d is gone", errRequesterGone, d.p.pid), withdraw)
 		}
 	}
 	b.mu.Unlock()
@@ -160,9 +172,7 @@ func (b *Broker) sweepInflight() {
 		w()
 	}
 	for _, d := range dead {
-		path := b.requestPath(d.p.name)
-		b.remove(path)
-		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: d.id, RequestPath: path, Reason: "requester process " + strconv.Itoa(d.p.pid) + " exited"})
+		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: d.id, RequestPath: b.requestPath(d.p.name), Reason: "requester process " + strconv.Itoa(d.p.pid) + " exited"})
 	}
 }
 
