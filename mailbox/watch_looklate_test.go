@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/seed6639df8c/courier/internal/filewatch"
 )
 
 // A watcher that looks late (WatchOptions.LookLate) has not identified a
@@ -32,14 +30,7 @@ func TestWatcherLookLateDeliversAKeptFileOnceMore(t *testing.T) {
 	h.quietAfterRescans(3) // identified when it came back: not again
 
 	// Rewritten in place, then replaced: new mail each time, once.
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt([]byte("{}"), 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	rewriteInPlace(t, path)
 	h.expect("r1.json")
 	h.w.Done("r1.json")
 	h.quietAfterRescans(2)
@@ -68,13 +59,7 @@ func TestWatcherLookLateDeliversAKeptFileOnceMore(t *testing.T) {
 // delivered after the release, with no safety rescan to find it.
 func TestWatcherLookLateTellsAnUnexaminableReplacement(t *testing.T) {
 	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-	unexaminable := func(w *Watcher) {
-		w.stat = func(path string) (filewatch.ID, bool) {
-			_, ok := filewatch.Stat(path)
-			return filewatch.ID{}, ok
-		}
-	}
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: true}, unexaminable)
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: true}, oneIdentity)
 	h.waitWatching()
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
@@ -108,41 +93,5 @@ func TestWatcherLookLateScanDoesNotLook(t *testing.T) {
 		if got := c.of(name); got != 0 {
 			t.Errorf("%s looked at %d times, want 0", name, got)
 		}
-	}
-}
-
-// rescanned asks for a scan and waits until one has run since.
-func (h *harness) rescanned() {
-	h.t.Helper()
-	select {
-	case <-h.scans: // a scan that may predate the call
-	default:
-	}
-	h.w.Rescan()
-	select {
-	case <-h.scans:
-	case <-time.After(waitLimit):
-		h.t.Fatal("no rescan")
-	}
-}
-
-// quietAfterRescans asks for n scans, one after the other, and asserts
-// that nothing is delivered meanwhile nor waits to be: quiet for a
-// watcher with no safety rescan of its own.
-func (h *harness) quietAfterRescans(n int) {
-	h.t.Helper()
-	for range n {
-		h.rescanned()
-		select {
-		case name := <-h.w.Ready():
-			h.t.Fatalf("delivered %q, want nothing", name)
-		default:
-		}
-	}
-	// The watcher's turn before this scan counted what the last one
-	// queued (Backlog), which an offer not yet taken would still be.
-	h.rescanned()
-	if n := h.w.Backlog(); n != 0 {
-		h.t.Fatalf("%d names waiting to be delivered, want none", n)
 	}
 }

@@ -135,13 +135,7 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 			dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
 			// Every file the watcher looks at has one identity: an inode
 			// reused at once within one ctime tick.
-			sameID := func(w *Watcher) {
-				w.stat = func(path string) (filewatch.ID, bool) {
-					_, ok := filewatch.Stat(path)
-					return filewatch.ID{}, ok
-				}
-			}
-			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: late}, sameID)
+			h := startWatcher(t, dir, WatchOptions{RescanInterval: time.Hour, LookLate: late}, oneIdentity)
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.expect("r1.json")
@@ -232,6 +226,16 @@ var releases = []struct {
 }{
 	{"Done", (*Watcher).Done},
 	{"Removed", (*Watcher).Removed},
+}
+
+// oneIdentity makes every file the watcher looks at have the same
+// identity, the zero ID, which is also what a file that cannot be
+// examined gives.
+func oneIdentity(w *Watcher) {
+	w.stat = func(path string) (filewatch.ID, bool) {
+		_, ok := filewatch.Stat(path)
+		return filewatch.ID{}, ok
+	}
 }
 
 // eachLook runs test as a subtest name, once for a watcher that looks at

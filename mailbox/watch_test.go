@@ -147,6 +147,56 @@ func (h *harness) waitWatching() {
 	}
 }
 
+// rescanned asks for a scan and waits until one has run since.
+func (h *harness) rescanned() {
+	h.t.Helper()
+	select {
+	case <-h.scans: // a scan that may predate the call
+	default:
+	}
+	h.w.Rescan()
+	select {
+	case <-h.scans:
+	case <-time.After(waitLimit):
+		h.t.Fatal("no rescan")
+	}
+}
+
+// quietAfterRescans asks for n scans, one after the other, and asserts
+// that nothing is delivered meanwhile nor waits to be: quiet for a
+// watcher with no safety rescan of its own.
+func (h *harness) quietAfterRescans(n int) {
+	h.t.Helper()
+	for range n {
+		h.rescanned()
+		select {
+		case name := <-h.w.Ready():
+			h.t.Fatalf("delivered %q, want nothing", name)
+		default:
+		}
+	}
+	// The watcher's turn before this scan counted what the last one
+	// queued (Backlog), which an offer not yet taken would still be.
+	h.rescanned()
+	if n := h.w.Backlog(); n != 0 {
+		h.t.Fatalf("%d names waiting to be delivered, want none", n)
+	}
+}
+
+// rewriteInPlace writes over the start of the file at path, in one write:
+// one Write event, the same inode.
+func rewriteInPlace(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("{}"), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // publish drops a file the way pi and courier do: write aside, rename in.
 func publish(t testing.TB, dir, name string) {
 	t.Helper()
@@ -253,16 +303,20 @@ func TestWatcherDeliversNewFiles(t *testing.T) {
 
 func TestWatcherDedupe(t *testing.T) {
 	dir := mkdir(t, filepath.Join(t.TempDir(), "requests"))
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: 2 * time.Millisecond})
+	// Scans only when the test asks: a scan that saw an in-place write
+	// before its Write event was read delivers the file, and the event,
+	// read while it is in flight, rightly delivers it once more.
+	h := startWatcher(t, dir, WatchOptions{RescanInterval: -1})
+	h.waitWatching()
 	path := filepath.Join(dir, "r1.json")
 
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
 	// In flight: neither scans nor new events hand it out again, not even
 	// when the file is replaced under the consumer.
-	h.quiet(3)
+	h.quietAfterRescans(3)
 	publish(t, dir, "r1.json")
-	h.quiet(3)
+	h.quietAfterRescans(3)
 	// Done reveals that what the consumer finished is not what is there
 	// now: the replacement is new mail.
 	h.w.Done("r1.json")
@@ -271,38 +325,31 @@ func TestWatcherDedupe(t *testing.T) {
 	// Done while the file stays (a request the broker could not remove):
 	// not again, however many scans see it.
 	h.w.Done("r1.json")
-	h.quiet(3)
+	h.quietAfterRescans(3)
 	h.w.Done("r1.json") // a second Done changes nothing
 	h.w.Done("never-delivered.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 
 	// Rewritten in place (one write, so one Write event), or replaced,
 	// under the same name: new mail.
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt([]byte("{}"), 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	rewriteInPlace(t, path)
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(2)
+	h.quietAfterRescans(2)
 
 	// Gone and back: new mail.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(2)
+	h.quietAfterRescans(2)
 	publish(t, dir, "r1.json")
 	h.expect("r1.json")
 	h.w.Done("r1.json")
-	h.quiet(3)
+	h.quietAfterRescans(3)
 }
 
 func TestWatcherDoneSeesReplacementWhileInFlight(t *testing.T) {
