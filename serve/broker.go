@@ -172,6 +172,10 @@ type Broker struct {
 	// beforeAgain, when set, runs when a file that waited by name has its
 	// turn, before it is read again: a test changes the file meanwhile.
 	beforeAgain func()
+	// afterDeadRemoved, when set, runs when the sweep has removed the
+	// files of requesters it found dead, before it ends their asks: a
+	// test answers one meanwhile.
+	afterDeadRemoved func()
 	// beforeResponse, when set, runs just before a response is written:
 	// a test checks what must be in place by then (the vouched grants).
 	beforeResponse func(req *wire.Request, d decision.Decision)

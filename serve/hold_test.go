@@ -516,3 +516,74 @@ type deferringChain struct{}
 func (deferringChain) Resolve(context.Context, wire.Request) (decision.Decision, bool) {
 	return decision.Decision{}, false
 }
+
+// An ask its operator answers while the sweep removes the file of its
+// requester, found dead, is logged as answered only: the sweep ends, and
+// logs as abandoned, only the asks still in flight when it takes them up
+// again.
+func TestAnAskAnsweredAsItsRequesterDiesIsNotLoggedGone(t *testing.T) {
+	q := newQueueTerminal()
+	logPath := filepath.Join(t.TempDir(), "review.jsonl")
+	log, err := reviewlog.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var once sync.Once
+	var f *fixture
+	answered := make(chan struct{})
+	f = newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) {
+		b.Log = log
+		b.afterDeadRemoved = func() {
+			once.Do(func() {
+				defer close(answered)
+				q.answer(t, q.waitAsked(t, 1)[0], decision.Allow(provenance.User{Via: provenance.ViaDialog}), 1)
+				// Settled: the answer is written and the request is no
+				// longer in flight.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					b.mu.Lock()
+					n := len(b.inflight)
+					b.mu.Unlock()
+					if n == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Error("the answered ask is still in flight")
+						return
+					}
+				}
+			})
+		}
+	})
+	child := liveProcess(t)
+	req, _ := drop(t, f.layout, "make deploy", child.Process.Pid)
+	select {
+	case id := <-q.asked:
+		q.asked <- id // for the hook
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ask never reached the terminal")
+	}
+	child.Process.Kill()
+	child.Wait()
+	select {
+	case <-answered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sweep never found the requester dead")
+	}
+	f.stop()
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]int{}
+	for _, e := range readLog(t, logPath) {
+		if e["requestId"] == req.ID {
+			events[e["event"].(string)]++
+		}
+	}
+	if events[reviewlog.ForwardedApproved] != 1 {
+		t.Errorf("%d approved entries, want 1 (%v)", events[reviewlog.ForwardedApproved], events)
+	}
+	if n := events[reviewlog.ForwardedRequesterGone]; n != 0 {
+		t.Errorf("%d requester_gone entries for an ask answered before the sweep ended it (%v)", n, events)
+	}
+}

@@ -161,17 +161,24 @@ func (b *Broker) sweepInflight() {
 	for _, d := range dead {
 		b.remove(b.requestPath(d.p.name))
 	}
+	if b.afterDeadRemoved != nil && len(dead) > 0 {
+		b.afterDeadRemoved()
+	}
+	// One answered or timed out meanwhile was logged as such, and is not
+	// logged as abandoned too.
+	ended := dead[:0]
 	b.mu.Lock()
 	for _, d := range dead {
 		if b.inflight[d.id] == d.p {
 			withdraw = d.p.end(fmt.Errorf("%w: process %d is gone", errRequesterGone, d.p.pid), withdraw)
+			ended = append(ended, d)
 		}
 	}
 	b.mu.Unlock()
 	for _, w := range withdraw {
 		w()
 	}
-	for _, d := range dead {
+	for _, d := range ended {
 		b.log(reviewlog.ForwardedRequesterGoneEntry{RequestID: d.id, RequestPath: b.requestPath(d.p.name), Reason: "requester process " + strconv.Itoa(d.p.pid) + " exited"})
 	}
 }
