@@ -265,3 +265,27 @@ func (h *harness) expectAgain(name string) {
 		h.t.Fatalf("%s written again while in flight was not delivered after the release", name)
 	}
 }
+
+// A finished name (Done, its file left in place) whose file is then
+// replaced is new mail to a scan too: in poll mode, or after lost events,
+// nothing else finds it. Here events are never read.
+func TestWatcherScanFindsAFinishedNameReplaced(t *testing.T) {
+	eachLook(t, "replaced", func(t *testing.T, late bool) {
+		dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
+		hold := make(chan struct{}) // events are never read: only scans tell
+		h := startWatcher(t, dir, WatchOptions{RescanInterval: -1, LookLate: late}, func(w *Watcher) { w.hold = hold })
+		h.waitWatching()
+		publish(t, dir, "r1.json")
+		h.rescanned()
+		h.expect("r1.json")
+		h.w.Done("r1.json")
+		if late {
+			h.expect("r1.json") // found unidentified: once more
+			h.w.Done("r1.json")
+		}
+		h.quietAfterRescans(2)
+		publish(t, dir, "r1.json") // renamed over it: another inode
+		h.rescanned()
+		h.expect("r1.json")
+	})
+}

@@ -163,17 +163,13 @@ func (h *harness) rescanned() {
 }
 
 // quietAfterRescans asks for n scans, one after the other, and asserts
-// that nothing is delivered meanwhile nor waits to be: quiet for a
-// watcher with no safety rescan of its own.
+// that nothing is then waiting to be delivered: quiet for a watcher with
+// no safety rescan of its own. It sees what the watcher's loop has taken
+// up (releases, scans, events read), not an event still unread.
 func (h *harness) quietAfterRescans(n int) {
 	h.t.Helper()
 	for range n {
 		h.rescanned()
-		select {
-		case name := <-h.w.Ready():
-			h.t.Fatalf("delivered %q, want nothing", name)
-		default:
-		}
 	}
 	// The watcher's turn before this scan counted what the last one
 	// queued (Backlog), which an offer not yet taken would still be.
