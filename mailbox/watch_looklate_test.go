@@ -7,52 +7,6 @@ import (
 	"time"
 )
 
-// A watcher that looks late (WatchOptions.LookLate) has not identified a
-// file its event found when the consumer says Done and leaves the file
-// there: it cannot tell the file delivered from one made under the name
-// since, so it delivers it once more, identified this time, and then
-// never again while that file stays. What changes under the name after
-// that is new mail, as for any watcher. Only events and the scans the
-// test asks for find files: a scan that lists a new name before its
-// event is read leaves the event to identify it.
-func TestWatcherLookLateDeliversAKeptFileOnceMore(t *testing.T) {
-	dir := mkdir(t, filepath.Join(fastTempDir(t), "requests"))
-	h := startWatcher(t, dir, WatchOptions{RescanInterval: -1, LookLate: true})
-	h.waitWatching()
-	path := filepath.Join(dir, "r1.json")
-
-	publish(t, dir, "r1.json")
-	h.expect("r1.json")
-	h.quietAfterRescans(2)
-	h.w.Done("r1.json")
-	h.expect("r1.json") // once more: the file was never identified
-	h.w.Done("r1.json")
-	h.quietAfterRescans(3) // identified when it came back: not again
-
-	// Rewritten in place, then replaced: new mail each time, once.
-	rewriteInPlace(t, path)
-	h.expect("r1.json")
-	h.w.Done("r1.json")
-	h.quietAfterRescans(2)
-	publish(t, dir, "r1.json")
-	h.expect("r1.json")
-	h.w.Done("r1.json")
-	h.quietAfterRescans(2)
-
-	// Gone and back under the same name: new mail, found unidentified
-	// again, and so delivered once more after a Done while it stays.
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	h.quietAfterRescans(2)
-	publish(t, dir, "r1.json")
-	h.expect("r1.json")
-	h.w.Done("r1.json")
-	h.expect("r1.json")
-	h.w.Done("r1.json")
-	h.quietAfterRescans(3)
-}
-
 // An unidentified file is another than any file found under its name,
 // also than one that cannot be examined (whose identity is as unknown):
 // a file renamed over the one in flight, its Create the only event, is
