@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,12 +94,7 @@ func TestFloodDoesNotStarveAnotherRequester(t *testing.T) {
 // which bound, never held, never a user's denial, never dropped.
 func TestBounds(t *testing.T) {
 	q := newQueueTerminal()
-	logPath := filepath.Join(t.TempDir(), "review.jsonl")
-	log, err := reviewlog.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, logPath := openLog(t)
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) {
 		b.Log, b.MaxPendingPerRequester, b.MaxPending = log, 2, 3
 	})

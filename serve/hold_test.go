@@ -311,12 +311,7 @@ func mustJSON(v any) []byte {
 func TestManyHeldAsks(t *testing.T) {
 	const n = 200
 	q := newQueueTerminal()
-	logPath := filepath.Join(t.TempDir(), "review.jsonl")
-	log, err := reviewlog.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, logPath := openLog(t)
 	// All from one requesting session, past its bound of waiting asks
 	// (TestBounds): lifted here.
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.Log, b.MaxPendingPerRequester = log, n })
@@ -395,12 +390,7 @@ func TestRuleResolvedReviewEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
-			logPath := filepath.Join(t.TempDir(), "review.jsonl")
-			log, err := reviewlog.Open(logPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer log.Close()
+			log, logPath := openLog(t)
 			f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, Headless{}, func(b *Broker) { b.Log = log })
 			req := ask(t, tt.value)
 			f.client().Forward(t.Context(), req)
@@ -433,6 +423,19 @@ func TestRuleResolvedReviewEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openLog opens a review log in a directory of the test's. It is closed
+// when the test ends, after a broker started with it later has stopped.
+func openLog(t *testing.T) (*reviewlog.Log, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "review.jsonl")
+	log, err := reviewlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return log, path
 }
 
 func readLog(t *testing.T, path string) []map[string]any {
@@ -523,12 +526,7 @@ func (deferringChain) Resolve(context.Context, wire.Request) (decision.Decision,
 // again.
 func TestAnAskAnsweredAsItsRequesterDiesIsNotLoggedGone(t *testing.T) {
 	q := newQueueTerminal()
-	logPath := filepath.Join(t.TempDir(), "review.jsonl")
-	log, err := reviewlog.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, logPath := openLog(t)
 	var once sync.Once
 	var f *fixture
 	answered := make(chan struct{})
