@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/seed6639df8c/courier/decision"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/reviewlog/reviewlogtest"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -71,17 +71,6 @@ func (f *fakeLink) called() int {
 	return len(f.calls)
 }
 
-func openLog(t *testing.T) (*reviewlog.Log, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "review.jsonl")
-	log, err := reviewlog.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
-	return log, path
-}
-
 func readLog(t *testing.T, path string) []map[string]any {
 	t.Helper()
 	f, err := os.Open(path)
@@ -118,7 +107,7 @@ func TestNilAndEmptyChainResolveNothing(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Error(err)
 	}
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	empty := New(log, nil)
 	if _, ok := empty.Resolve(t.Context(), bashAsk("ls")); ok {
 		t.Error("empty chain decided")
@@ -129,7 +118,7 @@ func TestNilAndEmptyChainResolveNothing(t *testing.T) {
 }
 
 func TestConfigOrderFirstDecisiveWins(t *testing.T) {
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	deferrer := &fakeLink{name: "a"}
 	denier := &fakeLink{name: "b", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "  use pnpm  "}}
 	allower := &fakeLink{name: "c", verdict: authorizer.Verdict{Kind: authorizer.Allow}}
@@ -165,7 +154,7 @@ func TestConfigOrderFirstDecisiveWins(t *testing.T) {
 }
 
 func TestChainResolvedIsWrittenBeforeAnyLinkRuns(t *testing.T) {
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	var sawResolved bool
 	link := &fakeLink{name: "a", onCall: func(authorizer.Evidence) {
 		for _, e := range readLog(t, path) {
@@ -198,7 +187,7 @@ func TestAllowIsOneOffAndDenyWithoutReason(t *testing.T) {
 }
 
 func TestEnvelopeInTheChainCapsAndPassesOn(t *testing.T) {
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	allower := &fakeLink{name: "allow-all", verdict: authorizer.Verdict{Kind: authorizer.Allow}}
 	next := &fakeLink{name: "next"}
 	c := New(log, []Member{{Link: allower}, {Link: next}})
@@ -233,7 +222,7 @@ func TestFailurePolicyNeverAllows(t *testing.T) {
 		{"timeout", &fakeLink{name: "x", err: ErrTimeout}, authorizer.Deny, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log, path := openLog(t)
+			log, path := reviewlogtest.Open(t)
 			c := New(log, []Member{{Link: tc.link, OnFailure: tc.onFailure}})
 			d, ok := c.Resolve(t.Context(), bashAsk("ls"))
 			if ok != tc.decided || d.Approved() {
@@ -269,7 +258,7 @@ func TestFailureCauses(t *testing.T) {
 }
 
 func TestShadowIsLoggedNeverEnforced(t *testing.T) {
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	release := make(chan struct{})
 	shadowDeny := &fakeLink{name: "judge", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "would deny"}, block: release}
 	shadowAllowPath := &fakeLink{name: "lenient", verdict: authorizer.Verdict{Kind: authorizer.Allow}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed6639df8c/courier/authorizer"
 	"github.com/seed6639df8c/courier/decision"
+	"github.com/seed6639df8c/courier/reviewlog/reviewlogtest"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -28,7 +29,7 @@ func countingIntent(calls *atomic.Int32) func() *authorizer.Conversation {
 // shadow, from one snapshot per ask, labelled forwarded with the
 // requester's agent; no review-log line carries any of its text.
 func TestConversationOnlyToDisclosingLinks(t *testing.T) {
-	log, path := openLog(t)
+	log, path := reviewlogtest.Open(t)
 	plain := &fakeLink{name: "plain"}
 	judge := &fakeLink{name: "judge"}
 	shadow := &fakeLink{name: "shadow", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "would deny"}}
@@ -67,7 +68,7 @@ func TestConversationOnlyToDisclosingLinks(t *testing.T) {
 
 // No link discloses the conversation: the transcript is never read.
 func TestConversationNotReadWithoutDisclosure(t *testing.T) {
-	log, _ := openLog(t)
+	log, _ := reviewlogtest.Open(t)
 	var calls atomic.Int32
 	c := New(log, []Member{{Link: &fakeLink{name: "a"}}}, WithConversation(countingIntent(&calls)))
 	defer c.Close()
@@ -109,7 +110,7 @@ func TestLinkNotesInTheReviewLog(t *testing.T) {
 			[]string{"code", "model", "promptVersion", "inputTok", "outputTok", "modelLatencyMs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log, path := openLog(t)
+			log, path := reviewlogtest.Open(t)
 			c := New(log, []Member{{Link: &fakeLink{name: "judge", verdict: tc.verdict}}})
 			defer c.Close()
 			d, decided := c.Resolve(t.Context(), tc.req)
@@ -149,7 +150,7 @@ func TestLinkNotesInTheReviewLog(t *testing.T) {
 // not the broker (a shadow link's goroutine may be the first to call it),
 // not the ask.
 func TestConversationProviderPanic(t *testing.T) {
-	log, _ := openLog(t)
+	log, _ := reviewlogtest.Open(t)
 	shadow := &fakeLink{name: "shadow"}
 	judge := &fakeLink{name: "judge", verdict: authorizer.Verdict{Kind: authorizer.Deny, Reason: "no"}}
 	disclose := authorizer.Disclosure{Conversation: true}

@@ -15,6 +15,7 @@ import (
 	"github.com/seed6639df8c/courier/forward"
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/reviewlog/reviewlogtest"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -94,7 +95,7 @@ func TestFloodDoesNotStarveAnotherRequester(t *testing.T) {
 // which bound, never held, never a user's denial, never dropped.
 func TestBounds(t *testing.T) {
 	q := newQueueTerminal()
-	log, logPath := openLog(t)
+	log, logPath := reviewlogtest.Open(t)
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) {
 		b.Log, b.MaxPendingPerRequester, b.MaxPending = log, 2, 3
 	})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/seed6639df8c/courier/mailbox"
 	"github.com/seed6639df8c/courier/provenance"
 	"github.com/seed6639df8c/courier/reviewlog"
+	"github.com/seed6639df8c/courier/reviewlog/reviewlogtest"
 	"github.com/seed6639df8c/courier/wire"
 )
 
@@ -311,7 +311,7 @@ func mustJSON(v any) []byte {
 func TestManyHeldAsks(t *testing.T) {
 	const n = 200
 	q := newQueueTerminal()
-	log, logPath := openLog(t)
+	log, logPath := reviewlogtest.Open(t)
 	// All from one requesting session, past its bound of waiting asks
 	// (TestBounds): lifted here.
 	f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, q, func(b *Broker) { b.Log, b.MaxPendingPerRequester = log, n })
@@ -390,7 +390,7 @@ func TestRuleResolvedReviewEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
-			log, logPath := openLog(t)
+			log, logPath := reviewlogtest.Open(t)
 			f := newFixtureWith(t, mailbox.Layout{Root: t.TempDir()}, Headless{}, func(b *Broker) { b.Log = log })
 			req := ask(t, tt.value)
 			f.client().Forward(t.Context(), req)
@@ -423,19 +423,6 @@ func TestRuleResolvedReviewEntries(t *testing.T) {
 			}
 		})
 	}
-}
-
-// openLog opens a review log in a directory of the test's. It is closed
-// when the test ends, after a broker started with it later has stopped.
-func openLog(t *testing.T) (*reviewlog.Log, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "review.jsonl")
-	log, err := reviewlog.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
-	return log, path
 }
 
 func readLog(t *testing.T, path string) []map[string]any {
@@ -526,7 +513,7 @@ func (deferringChain) Resolve(context.Context, wire.Request) (decision.Decision,
 // again.
 func TestAnAskAnsweredAsItsRequesterDiesIsNotLoggedGone(t *testing.T) {
 	q := newQueueTerminal()
-	log, logPath := openLog(t)
+	log, logPath := reviewlogtest.Open(t)
 	var once sync.Once
 	var f *fixture
 	answered := make(chan struct{})
