@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,9 +36,7 @@ func TestWatcherLookLateScanDoesNotLook(t *testing.T) {
 	h.rescanned()
 	h.expect("a.json", "b.json")
 	for _, name := range []string{"a.json", "b.json"} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
+		unpublish(t, dir, name)
 		h.w.Removed(name)
 	}
 	h.quietAfterRescans(2) // the releases are applied before the second

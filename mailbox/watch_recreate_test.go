@@ -74,8 +74,6 @@ func TestWatcherRecreatedDirectoryDeliversAtOnce(t *testing.T) {
 		publish(t, dir, name)
 		h.expect(name)
 		h.w.Done(name)
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
+		unpublish(t, dir, name)
 	}
 }

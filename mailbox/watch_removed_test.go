@@ -3,7 +3,6 @@ package mailbox
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -62,9 +61,7 @@ func TestWatcherRemovedDoesNotLook(t *testing.T) {
 			h.waitWatching()
 			publish(t, dir, "a.json")
 			h.expect("a.json")
-			if err := os.Remove(filepath.Join(dir, "a.json")); err != nil {
-				t.Fatal(err)
-			}
+			unpublish(t, dir, "a.json")
 			tt.release(h.w, "a.json")
 			// b's event comes after a's Remove event, and b is handed out
 			// after the release is applied: by then both are handled.
@@ -99,9 +96,7 @@ func TestWatcherRemovedSeesAFileWrittenAgain(t *testing.T) {
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.expect("r1.json")
-			if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-				t.Fatal(err)
-			}
+			unpublish(t, dir, "r1.json")
 			if tt.before {
 				publish(t, dir, "r1.json")
 				// Its events are handled, the name still in flight, once
@@ -139,9 +134,7 @@ func TestWatcherRemovedSeesARecreateWithAReusedIdentity(t *testing.T) {
 			h.waitWatching()
 			publish(t, dir, "r1.json")
 			h.expect("r1.json")
-			if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-				t.Fatal(err)
-			}
+			unpublish(t, dir, "r1.json")
 			publish(t, dir, "r1.json") // another request under the name
 			publish(t, dir, "sync.json")
 			h.expect("sync.json") // r1's Delete and Create are handled
@@ -167,9 +160,7 @@ func TestWatcherRemovedAfterLostEvents(t *testing.T) {
 			publish(t, dir, "r1.json")
 			h.w.Rescan()
 			h.expect("r1.json")
-			if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-				t.Fatal(err)
-			}
+			unpublish(t, dir, "r1.json")
 			publish(t, dir, "r1.json")
 			select {
 			case <-h.scans:

@@ -179,6 +179,15 @@ func (h *harness) quietAfterRescans(n int) {
 	}
 }
 
+// unpublish removes the file name from dir, as a consumer or a child that
+// gave up does.
+func unpublish(t testing.TB, dir, name string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rewriteInPlace writes over the start of the file at path, in one write:
 // one Write event, the same inode.
 func rewriteInPlace(t testing.TB, path string) {
@@ -367,9 +376,7 @@ func TestWatcherDoneSeesReplacementWhileInFlight(t *testing.T) {
 		h.expect("r1.json")
 		// The broker answers and deletes the request; before it says
 		// Done, a child reuses the id.
-		if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-			t.Fatal(err)
-		}
+		unpublish(t, dir, "r1.json")
 		publish(t, dir, "r1.json")
 		h.w.Done("r1.json")
 		h.expect("r1.json")
@@ -389,9 +396,7 @@ func TestWatcherForgetRetries(t *testing.T) {
 				h.expect("r1.json")
 			}
 			// Forgotten, then gone: nothing.
-			if err := os.Remove(filepath.Join(dir, "r1.json")); err != nil {
-				t.Fatal(err)
-			}
+			unpublish(t, dir, "r1.json")
 			h.w.Forget("r1.json")
 			h.quiet(3)
 		})

@@ -358,20 +358,12 @@ func TestManyHeldAsks(t *testing.T) {
 	for _, req := range dying {
 		noResponse(t, f.layout, req)
 	}
-	if err := log.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	gone := map[string]int{}
-	for _, e := range readLog(t, logPath) {
-		if e["event"] == reviewlog.ForwardedRequesterGone {
-			gone[e["requestId"].(string)]++
-		}
-	}
+	events := eventCounts(t, log, logPath)
 	for _, req := range dying {
 		// One from the sweep, one from the ask's end; a third is the file
 		// read again after its requester was found dead: the ask's end
 		// released the name while the file was still there.
-		if n := gone[req.ID]; n == 0 || n > 2 {
+		if n := events[req.ID][reviewlog.ForwardedRequesterGone]; n == 0 || n > 2 {
 			t.Errorf("%s: %d requester_gone entries, want 1 or 2", req.ID, n)
 		}
 	}
@@ -423,6 +415,24 @@ func TestRuleResolvedReviewEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eventCounts syncs log and counts its entries at path by request id,
+// then by event.
+func eventCounts(t *testing.T, log *reviewlog.Log, path string) map[string]map[string]int {
+	t.Helper()
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]map[string]int{}
+	for _, e := range readLog(t, path) {
+		id, _ := e["requestId"].(string)
+		if counts[id] == nil {
+			counts[id] = map[string]int{}
+		}
+		counts[id][e["event"].(string)]++
+	}
+	return counts
 }
 
 func readLog(t *testing.T, path string) []map[string]any {
@@ -556,15 +566,7 @@ func TestAnAskAnsweredAsItsRequesterDiesIsNotLoggedGone(t *testing.T) {
 		t.Fatal("the sweep never found the requester dead")
 	}
 	f.stop()
-	if err := log.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	events := map[string]int{}
-	for _, e := range readLog(t, logPath) {
-		if e["requestId"] == req.ID {
-			events[e["event"].(string)]++
-		}
-	}
+	events := eventCounts(t, log, logPath)[req.ID]
 	if events[reviewlog.ForwardedApproved] != 1 {
 		t.Errorf("%d approved entries, want 1 (%v)", events[reviewlog.ForwardedApproved], events)
 	}
