@@ -331,8 +331,13 @@ func TestAFileGoneWhileItWaitedByNameFreesItsName(t *testing.T) {
 	}
 	hold.release()
 	waitNoneByName(t, f.broker.fair, start.Add(byNameDeadline))
-	// The held asks' files went too, so it is admitted and reaches the
-	// terminal: it was delivered.
+	// The held asks' files went too: once a sweep has withdrawn them, a
+	// new ask is admitted and reaches the terminal, so it was delivered.
+	// Dropped before that sweep, it would be refused at the bound.
+	pollUntil(t, start.Add(byNameDeadline), "the held asks withdrawn", func() bool {
+		_, all := f.broker.fair.waiting("")
+		return all == 0
+	})
 	again := dropFrom(t, layout, fmt.Sprintf("flood-%05d", backlog-1), "flooder", "make deploy")
 	waitHeld(t, term, again.ID, start.Add(2*byNameDeadline))
 }
